@@ -1,0 +1,36 @@
+// Multi-head self-attention with a key-padding mask: [CLS] and every character
+// query the others, softmax weighs the answers, the weighted values aggregate.
+#pragma once
+#include <cstdint>
+
+#include "zibert/layers.hpp"
+
+namespace zibert {
+
+template <class T>
+struct AttentionCache {
+  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each
+  Buffer<T> probs;  // (B*H*T, T): softmax weights, row (b*H+h)*T+i is query i of head h
+  Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side
+  Buffer<T> dqkv;   // (B*T, 3C) backward scratch
+  Buffer<T> dctx;   // (B*T, C) backward scratch
+  Buffer<T> dprobs; // (threads*T, T) backward scratch, one (T,T) block per thread
+};
+
+template <class T>
+struct SelfAttention {
+  Linear<T> qkv;     // weight (3C, C): query, key and value projections stacked
+  Linear<T> output;  // weight (C, C)
+  Index heads = 1;
+
+  // x (B*T, C) → y (B*T, C). key_valid (B*T): 0 marks a [PAD] key that gets
+  // zero weight. Fills cache.qkv, cache.probs, cache.ctx.
+  void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
+               Ref<T> y) const;
+  // Differentiates y = concat_h(softmax(q_h k_hᵀ/√D + mask) v_h) Woᵀ + bo and
+  // q|k|v = x Wqkvᵀ + bqkv. Writes dx; accumulates parameter gradients.
+  void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
+                Ref<T> dx) const;
+};
+
+}  // namespace zibert

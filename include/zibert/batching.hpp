@@ -1,0 +1,27 @@
+// From texts to padded batches: [CLS] text [SEP], windows over long texts, and
+// length-bucketed batch plans that keep padding small.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "zibert/model.hpp"
+
+namespace zibert {
+
+// [CLS] ids [SEP], with ids cut to max_len − 2.
+std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len);
+
+// Overlapping windows covering a text of `length` characters: each at most
+// `width` long, consecutive ones overlapping by half. Returns start offsets.
+std::vector<std::int64_t> window_starts(std::int64_t length, std::int64_t width);
+
+// Packs sequences (already with specials) into one batch padded with [PAD].
+Batch pack_batch(const std::vector<const std::vector<std::int32_t>*>& seqs, const std::vector<std::int32_t>& labels);
+
+// Splits items into batches of at most batch_size whose members have similar
+// lengths. With a seed, items are shuffled, sorted by length inside pools of
+// 50 batches, and the batch order shuffled; without, items are sorted by length.
+std::vector<std::vector<std::size_t>> bucketed_batches(const std::vector<std::int64_t>& lengths,
+                                                       std::size_t batch_size, const std::uint64_t* seed);
+
+}  // namespace zibert

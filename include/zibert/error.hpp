@@ -1,0 +1,19 @@
+// Errors the library throws. Only main() prints them and picks the exit code.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace zibert {
+
+// A user-facing error. The message already says what went wrong and where
+// (file:line or file:byte), e.g. "train.tsv:12: row has no label".
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// "file:line: what" — the form every data error takes.
+Error error_at(const std::string& file, std::int64_t line, const std::string& what);
+
+}  // namespace zibert

@@ -1,0 +1,24 @@
+// File helpers: atomic writes, output-path checks, whole-file reads.
+#pragma once
+#include <fstream>
+#include <string>
+#include <string_view>
+
+namespace zibert {
+
+// Fails early (before any work) when path cannot become a regular file: a
+// missing or read-only directory, or an existing non-regular file.
+void check_output_path(const std::string& path);
+
+// Writes bytes to a temporary file beside path, fsyncs it and renames it over
+// path, so readers see the old file or the new one, never half of one.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// Opens a regular file for reading; a clear Error for a missing file, a
+// directory or one without read permission.
+std::ifstream open_input(const std::string& path);
+
+// The whole file; throws Error naming the path.
+std::string read_file(const std::string& path);
+
+}  // namespace zibert

@@ -1,0 +1,141 @@
+// BERT for sequence classification, post-LN, as DESIGN §3 draws it. All
+// parameters live in one flat buffer, gradients in another of equal length;
+// layers hold views into both. Tensor names are Hugging Face's.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "zibert/attention.hpp"
+#include "zibert/layers.hpp"
+#include "zibert/vocab.hpp"
+
+namespace zibert {
+
+struct ModelConfig {
+  std::int64_t vocab_size = 0;
+  std::int64_t max_len = 128;  // positions, including [CLS] and [SEP]
+  std::int64_t dim = 64;       // C
+  std::int64_t heads = 4;      // H
+  std::int64_t ffn = 256;      // F
+  std::int64_t layers = 2;     // L
+  std::int64_t labels = 2;     // K
+  double dropout = 0.1;
+  double layer_norm_eps = 1e-12;
+  void validate() const;  // throws Error on an impossible shape
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::size_t offset = 0;  // in elements, into the flat buffer
+  std::size_t size = 0;    // number of elements
+  bool decay = false;      // AdamW weight decay applies (matrices only)
+};
+
+// Every parameter of a model with this config, in buffer order.
+std::vector<TensorInfo> parameter_layout(const ModelConfig& config);
+
+// A padded batch of token ids, [PAD] = 0 after each sequence's end.
+struct Batch {
+  Index size = 0;                    // B
+  Index seq = 0;                     // T
+  std::vector<std::int32_t> ids;     // (B*T)
+  std::vector<std::int32_t> labels;  // (B), may be empty for inference
+};
+
+template <class T>
+struct EncoderLayerCache {
+  AttentionCache<T> attn;
+  Buffer<T> attn_out;     // (N, C) attention output before dropout
+  Buffer<T> drop1;        // (N, C) dropout mask on the attention output
+  Buffer<T> res;          // (N, C) residual sums before each LayerNorm
+  Buffer<T> ln1_xhat;     // (N, C)
+  Buffer<T> ln1_rstd;     // (N, 1)
+  Buffer<T> hidden;       // (N, C) LayerNorm 1 output
+  Buffer<T> ff_pre;       // (N, F) before GELU
+  Buffer<T> ff_act;       // (N, F) after GELU
+  Buffer<T> ff_out;       // (N, C) second projection before dropout
+  Buffer<T> drop2;        // (N, C)
+  Buffer<T> ln2_xhat;     // (N, C)
+  Buffer<T> ln2_rstd;     // (N, 1)
+};
+
+template <class T>
+struct ModelCache {
+  Index batch = 0, seq = 0;
+  bool dropout_on = false;
+  std::vector<std::uint8_t> key_valid;  // (B*T)
+  Buffer<T> emb_sum;    // (N, C) word + position embedding
+  Buffer<T> emb_xhat;   // (N, C)
+  Buffer<T> emb_rstd;   // (N, 1)
+  Buffer<T> emb_drop;   // (N, C)
+  std::vector<EncoderLayerCache<T>> layers;
+  Buffer<T> hidden;     // ((L+1)*N, C) each layer's output, [0] = embeddings
+  Buffer<T> cls;        // (B, C) [CLS] rows of the last layer
+  Buffer<T> pooled;     // (B, C) tanh(pooler)
+  Buffer<T> pool_drop;  // (B, C)
+  Buffer<T> pooled_dropped;  // (B, C)
+  Buffer<T> logits;     // (B, K)
+  Buffer<T> probs;      // (B, K)
+  // backward scratch
+  Buffer<T> grad_a, grad_b, grad_c, grad_ff;  // (N, C), (N, C), (N, C), (N, F)
+  Buffer<T> grad_in, grad_out;                // (N, C) a layer's dx and dy
+  Buffer<T> grad_cls, grad_pooled, grad_logits;
+};
+
+template <class T>
+struct EncoderLayer {
+  SelfAttention<T> attention;
+  LayerNorm<T> ln1;
+  Linear<T> up;    // (F, C)
+  Linear<T> down;  // (C, F)
+  LayerNorm<T> ln2;
+};
+
+template <class T>
+class Bert {
+ public:
+  explicit Bert(const ModelConfig& config);
+  // Copies rebind the views to their own buffers; moves keep the heap buffers,
+  // so the views stay valid.
+  Bert(const Bert& other);
+  Bert& operator=(const Bert& other);
+  Bert(Bert&&) noexcept = default;
+  Bert& operator=(Bert&&) noexcept = default;
+
+  // N(0, 0.02) matrices, zero biases, LayerNorm γ = 1, β = 0.
+  void init_weights(std::uint64_t seed);
+
+  // Runs the model; returns the mean loss when the batch has labels, else 0.
+  // With rng (training) dropout is applied; nullptr means evaluation.
+  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng) const;
+  // Accumulates the gradient of the mean loss into grads(). Needs the cache of
+  // the forward pass on the same batch.
+  void backward(const Batch& batch, ModelCache<T>& cache);
+  // Fills cache with the forward pass and returns the (B, K) class probabilities.
+  CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache) const;
+
+  const ModelConfig& config() const { return config_; }
+  const std::vector<TensorInfo>& layout() const { return layout_; }
+  std::vector<T>& params() { return params_; }
+  const std::vector<T>& params() const { return params_; }
+  std::vector<T>& grads() { return grads_; }
+  void zero_grad();
+  const TensorInfo& tensor(const std::string& name) const;
+
+ private:
+  void bind();
+  Param<T> param(const std::string& name);
+
+  ModelConfig config_;
+  std::vector<TensorInfo> layout_;
+  std::vector<T> params_;  // flat, layout_ order
+  std::vector<T> grads_;   // same length
+  Param<T> word_emb_, pos_emb_;
+  LayerNorm<T> emb_ln_;
+  std::vector<EncoderLayer<T>> layers_;
+  Linear<T> pooler_, classifier_;
+};
+
+}  // namespace zibert

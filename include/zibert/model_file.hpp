@@ -1,0 +1,37 @@
+// A trained classifier as stored on disk (DESIGN §5): the network's weights
+// under Hugging Face names plus the zibert metadata.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "zibert/model.hpp"
+#include "zibert/tokenizer.hpp"
+
+namespace zibert {
+
+inline constexpr const char* kFormatName = "zibert";
+inline constexpr int kFormatVersion = 1;
+
+struct Classifier {
+  ModelConfig config;
+  Tokenizer tokenizer;
+  std::vector<std::string> labels;  // label id → name
+  std::string positive;             // the positive label of a binary model, else ""
+  nlohmann::json training;          // how it was trained, dev metrics
+  Bert<float> net;
+
+  std::int32_t label_id(const std::string& name) const;  // -1 when unknown
+  std::int32_t positive_id() const { return positive.empty() ? -1 : label_id(positive); }
+};
+
+// The bytes of the model file (deterministic for the same weights and metadata).
+std::string encode_model(const Classifier& model);
+// Writes atomically: the old file stays intact if anything fails.
+void save_model(const std::string& path, const Classifier& model);
+// Validates everything: metadata, config, vocab, every tensor's name and shape,
+// finite weights. Throws Error naming the file.
+Classifier load_model(const std::string& path);
+Classifier decode_model(const std::string& bytes, const std::string& name);
+
+}  // namespace zibert

@@ -1,0 +1,42 @@
+// Eigen aliases, parameter views into the flat buffers, and growable scratch.
+#pragma once
+#include <Eigen/Dense>
+#include <cstdint>
+#include <vector>
+
+namespace zibert {
+
+using Index = Eigen::Index;
+template <class T> using MatR = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T> using MatMap = Eigen::Map<MatR<T>>;
+template <class T> using CMatMap = Eigen::Map<const MatR<T>>;
+template <class T> using Ref = Eigen::Ref<MatR<T>>;
+template <class T> using CRef = Eigen::Ref<const MatR<T>>;
+
+// A parameter tensor: a (rows, cols) view into the flat parameter buffer and the
+// same view into the flat gradient buffer. Vectors have cols == 1... as rows.
+template <class T>
+struct Param {
+  T* value = nullptr;
+  T* grad = nullptr;
+  Index rows = 0, cols = 0;
+  MatMap<T> w() const { return MatMap<T>(value, rows, cols); }
+  MatMap<T> g() const { return MatMap<T>(grad, rows, cols); }
+  // A bias as a row vector, for broadcasting over token rows.
+  Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> row() const { return {value, rows * cols}; }
+  Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> grad_row() const { return {grad, rows * cols}; }
+};
+
+// Scratch that grows to the largest shape seen and is then reused, so the
+// training step does not allocate once the first batches have passed.
+template <class T>
+struct Buffer {
+  std::vector<T> data;
+  MatMap<T> view(Index rows, Index cols) {
+    std::size_t need = static_cast<std::size_t>(rows * cols);
+    if (data.size() < need) data.resize(need);
+    return MatMap<T>(data.data(), rows, cols);
+  }
+};
+
+}  // namespace zibert

@@ -1,0 +1,42 @@
+// Training: data → vocabulary → batches → AdamW steps, with dev evaluation
+// every epoch and the best epoch's weights kept.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "zibert/dataset.hpp"
+#include "zibert/model_file.hpp"
+#include "zibert/optimizer.hpp"
+#include "zibert/progress.hpp"
+
+namespace zibert {
+
+struct TrainOptions {
+  ModelConfig shape;        // layers, heads, dim, ffn, max_len, dropout (vocab and labels come from data)
+  std::int64_t epochs = 10;
+  std::int64_t batch = 32;
+  AdamWConfig adam;
+  double warmup = 0.1;      // fraction of all steps spent warming up
+  std::uint64_t seed = 42;
+  std::int64_t min_count = 1;
+  bool lowercase = false;
+  std::string positive;     // positive label of a binary model; "" = guess
+  int threads = 1;          // recorded in the model (results depend on it)
+};
+
+// How well a model does on labelled sequences, as training reports it.
+struct DevScore {
+  double loss = 0, accuracy = 0, f1 = 0;
+};
+
+// Trains on train, evaluates on dev each epoch; init (optional) supplies the
+// starting weights, vocabulary and labels.
+Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& options,
+                            Progress& progress, const Classifier* init = nullptr);
+
+// The positive label guessed for a binary label set: "1", "true", "yes", "pos"
+// or "positive" if present, else the second in sorted order.
+std::string guess_positive(const std::vector<std::string>& labels);
+
+}  // namespace zibert

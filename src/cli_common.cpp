@@ -1,0 +1,49 @@
+#include <omp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <Eigen/Core>
+#include <cstdlib>
+
+#include "cli.hpp"
+
+namespace zibert::cli {
+namespace {
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// <prefix>/share/zibert/models next to <prefix>/bin/zibert, wherever installed.
+std::string beside_executable() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string exe(buf, static_cast<std::size_t>(n));
+  auto slash = exe.find_last_of('/');
+  if (slash == std::string::npos) return "";
+  return exe.substr(0, slash) + "/../share/zibert/models/fotiaoqiang.safetensors";
+}
+
+}  // namespace
+
+std::string resolve_model_path(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("ZIBERT_MODEL"); env && *env) return env;
+  for (const std::string& candidate : {beside_executable(), std::string(ZIBERT_INSTALL_MODELS "/fotiaoqiang.safetensors"),
+                                       std::string(ZIBERT_SOURCE_MODELS "/fotiaoqiang.safetensors")})
+    if (!candidate.empty() && is_file(candidate)) return candidate;
+  throw Error("no model given and no default model found (use -m MODEL or set ZIBERT_MODEL)");
+}
+
+Classifier load_classifier(const std::string& flag) { return load_model(resolve_model_path(flag)); }
+
+int apply_threads(int threads) {
+  if (threads <= 0) threads = omp_get_num_procs();
+  omp_set_num_threads(threads);
+  Eigen::setNbThreads(threads);
+  return threads;
+}
+
+}  // namespace zibert::cli

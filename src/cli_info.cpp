@@ -1,0 +1,68 @@
+// zibert info: what a model file holds.
+#include <cstdio>
+
+#include "cli.hpp"
+
+namespace zibert::cli {
+namespace {
+
+struct InfoCli {
+  std::string model;
+  bool json = false;
+};
+
+int run_info(const InfoCli& o) {
+  std::string path = resolve_model_path(o.model);
+  Classifier m = load_model(path);
+  const ModelConfig& c = m.config;
+  std::size_t params = m.net.params().size();
+  nlohmann::ordered_json j;
+  j["file"] = path;
+  j["format_version"] = kFormatVersion;
+  j["config"] = {{"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},           {"ffn", c.ffn},
+                 {"max_len", c.max_len}, {"vocab_size", c.vocab_size}, {"labels", c.labels}, {"dropout", c.dropout}};
+  j["parameters"] = params;
+  j["labels"] = m.labels;
+  j["positive_label"] = m.positive;
+  j["lowercase"] = m.tokenizer.normalization().lowercase;
+  j["training"] = m.training;
+  if (o.json) {
+    std::string out = j.dump(2) + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return kExitOk;
+  }
+  std::printf("file        %s\n", path.c_str());
+  std::printf("model       BERT, %lld layers, %lld heads, dim %lld, ffn %lld, max-len %lld\n",
+              static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.dim),
+              static_cast<long long>(c.ffn), static_cast<long long>(c.max_len));
+  std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
+  std::printf("vocab       %lld tokens (5 special), NFKC%s\n", static_cast<long long>(c.vocab_size),
+              m.tokenizer.normalization().lowercase ? ", case-folded" : "");
+  std::string labels;
+  for (const auto& l : m.labels) labels += (labels.empty() ? "" : ", ") + l;
+  std::printf("labels      %s%s\n", labels.c_str(), m.positive.empty() ? "" : (" (positive: " + m.positive + ")").c_str());
+  const nlohmann::json& t = m.training;
+  if (t.contains("train_examples")) {
+    std::printf("trained on  %s: %lld examples, dev %s: %lld examples\n", t.value("data", "?").c_str(),
+                t.value("train_examples", 0LL), t.value("dev", "?").c_str(), t.value("dev_examples", 0LL));
+    std::printf("training    %lld epochs, batch %lld, lr %g, seed %llu, %lld threads; best epoch %lld\n",
+                t.value("epochs", 0LL), t.value("batch", 0LL), t.value("lr", 0.0), t.value("seed", 0ULL),
+                t.value("threads", 0LL), t.value("best_epoch", 0LL));
+    std::printf("dev         accuracy %.4f, F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0), t.value("dev_f1", 0.0),
+                t.value("dev_loss", 0.0));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_info(CLI::App& app) {
+  auto o = std::make_shared<InfoCli>();
+  app.description("Describe a model file: shape, parameters, vocabulary, labels, training and dev metrics.\n\n"
+                  "Example:\n  zibert info -m my.safetensors");
+  app.add_option("-m,--model", o->model, "Model file (default: $ZIBERT_MODEL, then the installed model)");
+  app.add_flag("--json", o->json, "JSON output");
+  return [o] { return run_info(*o); };
+}
+
+}  // namespace zibert::cli

@@ -1,0 +1,95 @@
+#include "zibert/io.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "zibert/error.hpp"
+
+namespace zibert {
+namespace {
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string sys_error() { return std::strerror(errno); }
+
+}  // namespace
+
+void check_output_path(const std::string& path) {
+  if (path.empty()) throw Error("output path is empty");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw Error(path + ": exists and is not a regular file; refusing to replace it");
+  std::string dir = dir_of(path);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(path + ": directory " + dir + " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) throw Error(path + ": directory " + dir + " is not writable");
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  check_output_path(path);
+  std::string tmpl = path + ".tmp.XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  int fd = ::mkstemp(name.data());
+  if (fd < 0) throw Error(path + ": cannot create a temporary file: " + sys_error());
+  auto fail = [&](const std::string& what) {
+    std::string why = sys_error();
+    ::close(fd);
+    ::unlink(name.data());
+    return Error(path + ": " + what + ": " + why);
+  };
+  const char* p = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw fail("write failed");
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fchmod(fd, 0644) != 0) throw fail("chmod failed");
+  if (::fsync(fd) != 0) throw fail("fsync failed");
+  if (::close(fd) != 0) {
+    std::string why = sys_error();
+    ::unlink(name.data());
+    throw Error(path + ": close failed: " + why);
+  }
+  if (::rename(name.data(), path.c_str()) != 0) {
+    std::string why = sys_error();
+    ::unlink(name.data());
+    throw Error(path + ": rename failed: " + why);
+  }
+}
+
+std::ifstream open_input(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw Error(path + ": " + sys_error());
+  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open: " + sys_error());
+  return in;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in = open_input(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw Error(path + ": read failed");
+  return ss.str();
+}
+
+}  // namespace zibert

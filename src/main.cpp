@@ -1,0 +1,46 @@
+// zibert: a character-level BERT text classifier for the shell.
+#include <cstdio>
+#include <exception>
+#include <map>
+
+#include "cli.hpp"
+
+int main(int argc, char** argv) {
+  using namespace zibert::cli;
+  CLI::App app{"zibert: a character-level BERT text classifier.\n\n"
+               "  zibert classify notes.txt\n"
+               "  zibert train --data train.tsv --dev dev.tsv --out my.safetensors\n"
+               "  zibert eval -m my.safetensors --data test.tsv"};
+  app.set_version_flag("--version", std::string("zibert ") + ZIBERT_VERSION);
+  app.require_subcommand(1);
+  std::map<CLI::App*, Runner> runners;
+  auto add = [&](const char* name, const char* help, Runner (*setup)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = setup(*sub);
+  };
+  add("train", "Train a classifier on labelled text", setup_train);
+  add("classify", "Classify each line of files or stdin", setup_classify);
+  add("eval", "Score a model on labelled data", setup_eval);
+  add("info", "Describe a model file", setup_info);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "zibert: error: %s\n", e.what());
+    return kExitError;
+  }
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+    return kExitError;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "zibert: error: %s\n", e.what());
+    return kExitError;
+  }
+}

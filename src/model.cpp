@@ -1,0 +1,320 @@
+#include "zibert/model.hpp"
+
+#include <cmath>
+
+#include "zibert/error.hpp"
+#include "zibert/random.hpp"
+
+namespace zibert {
+
+void ModelConfig::validate() const {
+  auto bad = [](const std::string& what) { throw Error("invalid model config: " + what); };
+  if (vocab_size <= 5 || vocab_size > 10'000'000) bad("vocab_size must be in 6..10000000");
+  if (max_len < 3 || max_len > 65536) bad("max_len must be in 3..65536");
+  if (dim < 1 || dim > 65536) bad("dim must be in 1..65536");
+  if (heads < 1 || dim % heads != 0) bad("dim must be a multiple of heads");
+  if (ffn < 1 || ffn > 262144) bad("ffn must be in 1..262144");
+  if (layers < 1 || layers > 256) bad("layers must be in 1..256");
+  if (labels < 2 || labels > 100000) bad("labels must be in 2..100000");
+  if (!(dropout >= 0.0 && dropout < 1.0)) bad("dropout must be in [0, 1)");
+  if (!(layer_norm_eps > 0.0 && layer_norm_eps < 1.0)) bad("layer_norm_eps must be in (0, 1)");
+  // The whole model must stay far below what could overflow offsets.
+  double params = double(vocab_size + max_len) * dim + double(layers) * (4.0 * dim * dim + 2.0 * dim * ffn);
+  if (params > 4e9) bad("more than 4e9 parameters");
+}
+
+std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
+  std::vector<TensorInfo> out;
+  std::size_t offset = 0;
+  auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
+    std::size_t size = 1;
+    for (auto d : shape) size *= static_cast<std::size_t>(d);
+    out.push_back({name, shape, offset, size, shape.size() == 2});
+    offset += size;
+  };
+  const std::int64_t c = cfg.dim, f = cfg.ffn;
+  add("bert.embeddings.word_embeddings.weight", {cfg.vocab_size, c});
+  add("bert.embeddings.position_embeddings.weight", {cfg.max_len, c});
+  add("bert.embeddings.LayerNorm.weight", {c});
+  add("bert.embeddings.LayerNorm.bias", {c});
+  for (std::int64_t l = 0; l < cfg.layers; ++l) {
+    const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+    // q, k, v weights then biases back to back: one fused (3C, C) product.
+    add(p + "attention.self.query.weight", {c, c});
+    add(p + "attention.self.key.weight", {c, c});
+    add(p + "attention.self.value.weight", {c, c});
+    add(p + "attention.self.query.bias", {c});
+    add(p + "attention.self.key.bias", {c});
+    add(p + "attention.self.value.bias", {c});
+    add(p + "attention.output.dense.weight", {c, c});
+    add(p + "attention.output.dense.bias", {c});
+    add(p + "attention.output.LayerNorm.weight", {c});
+    add(p + "attention.output.LayerNorm.bias", {c});
+    add(p + "intermediate.dense.weight", {f, c});
+    add(p + "intermediate.dense.bias", {f});
+    add(p + "output.dense.weight", {c, f});
+    add(p + "output.dense.bias", {c});
+    add(p + "output.LayerNorm.weight", {c});
+    add(p + "output.LayerNorm.bias", {c});
+  }
+  add("bert.pooler.dense.weight", {c, c});
+  add("bert.pooler.dense.bias", {c});
+  add("classifier.weight", {cfg.labels, c});
+  add("classifier.bias", {cfg.labels});
+  return out;
+}
+
+template <class T>
+Bert<T>::Bert(const ModelConfig& config) : config_(config), layout_(parameter_layout(config)) {
+  config_.validate();
+  const TensorInfo& last = layout_.back();
+  params_.assign(last.offset + last.size, T(0));
+  grads_.assign(params_.size(), T(0));
+  bind();
+}
+
+template <class T>
+Bert<T>::Bert(const Bert& other)
+    : config_(other.config_), layout_(other.layout_), params_(other.params_), grads_(other.grads_) {
+  bind();
+}
+
+template <class T>
+Bert<T>& Bert<T>::operator=(const Bert& other) {
+  config_ = other.config_;
+  layout_ = other.layout_;
+  params_ = other.params_;
+  grads_ = other.grads_;
+  bind();
+  return *this;
+}
+
+template <class T>
+const TensorInfo& Bert<T>::tensor(const std::string& name) const {
+  for (const auto& t : layout_)
+    if (t.name == name) return t;
+  throw Error("model has no tensor " + name);
+}
+
+template <class T>
+Param<T> Bert<T>::param(const std::string& name) {
+  const TensorInfo& t = tensor(name);
+  Index rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
+  return Param<T>{params_.data() + t.offset, grads_.data() + t.offset, rows, cols};
+}
+
+template <class T>
+void Bert<T>::bind() {
+  const Index c = config_.dim;
+  word_emb_ = param("bert.embeddings.word_embeddings.weight");
+  pos_emb_ = param("bert.embeddings.position_embeddings.weight");
+  emb_ln_ = {param("bert.embeddings.LayerNorm.weight"), param("bert.embeddings.LayerNorm.bias"),
+             T(config_.layer_norm_eps)};
+  layers_.assign(config_.layers, {});
+  for (std::int64_t l = 0; l < config_.layers; ++l) {
+    const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+    EncoderLayer<T>& layer = layers_[l];
+    Param<T> qkv_w = param(p + "attention.self.query.weight");
+    qkv_w.rows = 3 * c;  // query, key, value weights are contiguous
+    Param<T> qkv_b = param(p + "attention.self.query.bias");
+    qkv_b.rows = 3 * c;
+    layer.attention.qkv = {qkv_w, qkv_b};
+    layer.attention.output = {param(p + "attention.output.dense.weight"), param(p + "attention.output.dense.bias")};
+    layer.attention.heads = config_.heads;
+    layer.ln1 = {param(p + "attention.output.LayerNorm.weight"), param(p + "attention.output.LayerNorm.bias"),
+                 T(config_.layer_norm_eps)};
+    layer.up = {param(p + "intermediate.dense.weight"), param(p + "intermediate.dense.bias")};
+    layer.down = {param(p + "output.dense.weight"), param(p + "output.dense.bias")};
+    layer.ln2 = {param(p + "output.LayerNorm.weight"), param(p + "output.LayerNorm.bias"), T(config_.layer_norm_eps)};
+  }
+  pooler_ = {param("bert.pooler.dense.weight"), param("bert.pooler.dense.bias")};
+  classifier_ = {param("classifier.weight"), param("classifier.bias")};
+}
+
+template <class T>
+void Bert<T>::zero_grad() {
+  std::fill(grads_.begin(), grads_.end(), T(0));
+}
+
+template <class T>
+void Bert<T>::init_weights(std::uint64_t seed) {
+  Rng rng(seed);  // Box–Muller on the portable stream
+  for (const TensorInfo& t : layout_) {
+    T* p = params_.data() + t.offset;
+    bool is_ln_gamma = t.name.ends_with("LayerNorm.weight");
+    for (std::size_t i = 0; i < t.size; ++i) {
+      if (t.decay) {
+        double u1 = rng.uniform(), u2 = rng.uniform();
+        p[i] = T(0.02 * std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(6.283185307179586 * u2));
+      } else {
+        p[i] = is_ln_gamma ? T(1) : T(0);
+      }
+    }
+  }
+  // Hugging Face keeps the [PAD] embedding at zero.
+  word_emb_.w().row(0).setZero();
+}
+
+template <class T>
+T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng) const {
+  const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config_.dim, f = config_.ffn;
+  const Index n_layers = config_.layers;
+  if (seq > config_.max_len) throw Error("batch sequence length exceeds the model's max_len");
+  const bool drop = rng != nullptr && rng->p > 0;
+  cache.batch = b_size;
+  cache.seq = seq;
+  cache.dropout_on = drop;
+  cache.layers.resize(n_layers);
+  cache.key_valid.resize(n);
+  for (Index i = 0; i < n; ++i) cache.key_valid[i] = batch.ids[i] != kPadId;
+
+  MatMap<T> hidden = cache.hidden.view((n_layers + 1) * n, c);  // ((L+1)*N, C)
+  MatMap<T> emb = cache.emb_sum.view(n, c);                    // (N, C)
+  MatMap<T> word = word_emb_.w(), pos = pos_emb_.w();
+  for (Index i = 0; i < n; ++i) {
+    std::int32_t id = batch.ids[i];
+    if (id < 0 || id >= config_.vocab_size) throw Error("token id out of range");
+    emb.row(i) = word.row(id) + pos.row(i % seq);
+  }
+  auto h0 = hidden.middleRows(0, n);
+  emb_ln_.forward(emb, h0, cache.emb_xhat.view(n, c), cache.emb_rstd.view(n, 1));
+  if (drop) {
+    MatMap<T> mask = cache.emb_drop.view(n, c);
+    dropout_mask<T>(*rng, 0, mask);
+    h0.array() *= mask.array();
+  }
+
+  for (Index l = 0; l < n_layers; ++l) {
+    const EncoderLayer<T>& layer = layers_[l];
+    EncoderLayerCache<T>& lc = cache.layers[l];
+    auto x = hidden.middleRows(l * n, n);
+    auto y = hidden.middleRows((l + 1) * n, n);
+    MatMap<T> a = lc.attn_out.view(n, c);  // (N, C)
+    layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
+    if (drop) {
+      MatMap<T> mask = lc.drop1.view(n, c);
+      dropout_mask<T>(*rng, 1 + 2 * l, mask);
+      a.array() *= mask.array();
+    }
+    MatMap<T> res = lc.res.view(n, c);  // (N, C)
+    res = x + a;
+    MatMap<T> hid = lc.hidden.view(n, c);
+    layer.ln1.forward(res, hid, lc.ln1_xhat.view(n, c), lc.ln1_rstd.view(n, 1));
+    MatMap<T> pre = lc.ff_pre.view(n, f), act = lc.ff_act.view(n, f), out = lc.ff_out.view(n, c);
+    layer.up.forward(hid, pre);
+    gelu_forward<T>(pre, act);
+    layer.down.forward(act, out);
+    if (drop) {
+      MatMap<T> mask = lc.drop2.view(n, c);
+      dropout_mask<T>(*rng, 2 + 2 * l, mask);
+      out.array() *= mask.array();
+    }
+    res = hid + out;
+    layer.ln2.forward(res, y, lc.ln2_xhat.view(n, c), lc.ln2_rstd.view(n, 1));
+  }
+
+  MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
+  auto last = hidden.middleRows(n_layers * n, n);
+  for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(b * seq);
+  MatMap<T> pooled = cache.pooled.view(b_size, c);
+  pooler_.forward(cls, pooled);
+  pooled = pooled.array().tanh().matrix();
+  MatMap<T> pooled_dropped = cache.pooled_dropped.view(b_size, c);
+  pooled_dropped = pooled;
+  if (drop) {
+    MatMap<T> mask = cache.pool_drop.view(b_size, c);
+    dropout_mask<T>(*rng, 1000, mask);
+    pooled_dropped.array() *= mask.array();
+  }
+  MatMap<T> logits = cache.logits.view(b_size, config_.labels);
+  classifier_.forward(pooled_dropped, logits);
+  MatMap<T> probs = cache.probs.view(b_size, config_.labels);
+  if (batch.labels.empty()) {
+    probs = logits;
+    softmax_rows<T>(probs);
+    return T(0);
+  }
+  for (std::int32_t label : batch.labels)
+    if (label < 0 || label >= config_.labels) throw Error("label id out of range");
+  return cross_entropy_forward<T>(logits, batch.labels.data(), probs);
+}
+
+template <class T>
+CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
+  Batch unlabelled{batch.size, batch.seq, batch.ids, {}};
+  forward(batch.labels.empty() ? batch : unlabelled, cache, nullptr);
+  return CMatMap<T>(cache.probs.data.data(), batch.size, config_.labels);
+}
+
+template <class T>
+void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
+  const Index b_size = cache.batch, seq = cache.seq, n = b_size * seq, c = config_.dim, f = config_.ffn;
+  const Index n_layers = config_.layers;
+  const bool drop = cache.dropout_on;
+  MatMap<T> hidden(cache.hidden.data.data(), (n_layers + 1) * n, c);
+
+  // loss = CE(logits); logits = pooled_dropped Wcᵀ + bc; pooled = tanh(cls Wpᵀ + bp)
+  MatMap<T> probs(cache.probs.data.data(), b_size, config_.labels);
+  MatMap<T> dlogits = cache.grad_logits.view(b_size, config_.labels);
+  cross_entropy_backward<T>(probs, batch.labels.data(), dlogits);
+  MatMap<T> dpooled = cache.grad_pooled.view(b_size, c);
+  Ref<T> dpooled_ref(dpooled);
+  classifier_.backward(MatMap<T>(cache.pooled_dropped.data.data(), b_size, c), dlogits, &dpooled_ref);
+  if (drop) dpooled.array() *= MatMap<T>(cache.pool_drop.data.data(), b_size, c).array();
+  MatMap<T> pooled(cache.pooled.data.data(), b_size, c);
+  dpooled.array() *= (T(1) - pooled.array().square());
+  MatMap<T> dcls = cache.grad_cls.view(b_size, c);
+  Ref<T> dcls_ref(dcls);
+  pooler_.backward(MatMap<T>(cache.cls.data.data(), b_size, c), dpooled, &dcls_ref);
+
+  MatMap<T> dy = cache.grad_out.view(n, c);  // gradient w.r.t. the current layer's output
+  dy.setZero();
+  for (Index b = 0; b < b_size; ++b) dy.row(b * seq) = dcls.row(b);
+
+  for (Index l = n_layers - 1; l >= 0; --l) {
+    const EncoderLayer<T>& layer = layers_[l];
+    EncoderLayerCache<T>& lc = cache.layers[l];
+    MatMap<T> dy_l(cache.grad_out.data.data(), n, c);
+    MatMap<T> dx_l = cache.grad_in.view(n, c);
+    MatMap<T> da = cache.grad_a.view(n, c), db = cache.grad_b.view(n, c), dc = cache.grad_c.view(n, c);
+    MatMap<T> dff = cache.grad_ff.view(n, f);
+    // y = LN2(hid + dropout(down(GELU(up(hid)))))
+    layer.ln2.backward(dy_l, MatMap<T>(lc.ln2_xhat.data.data(), n, c), MatMap<T>(lc.ln2_rstd.data.data(), n, 1),
+                       da);
+    db = da;  // residual path into hid
+    dc = da;
+    if (drop) dc.array() *= MatMap<T>(lc.drop2.data.data(), n, c).array();
+    Ref<T> dff_ref(dff);
+    MatMap<T> act(lc.ff_act.data.data(), n, f), pre(lc.ff_pre.data.data(), n, f);
+    layer.down.backward(act, dc, &dff_ref);
+    gelu_backward<T>(pre, dff, dff);
+    Ref<T> db_ref(db);
+    layer.up.backward(MatMap<T>(lc.hidden.data.data(), n, c), dff, &db_ref, true);
+    // hid = LN1(x + dropout(attention(x)))
+    layer.ln1.backward(db, MatMap<T>(lc.ln1_xhat.data.data(), n, c), MatMap<T>(lc.ln1_rstd.data.data(), n, 1),
+                       da);
+    dc = da;
+    if (drop) dc.array() *= MatMap<T>(lc.drop1.data.data(), n, c).array();
+    layer.attention.backward(hidden.middleRows(l * n, n), dc, b_size, seq, lc.attn, db);
+    dx_l = da + db;
+    std::swap(cache.grad_in, cache.grad_out);
+  }
+
+  // h0 = dropout(LN(word[ids] + pos))
+  MatMap<T> dh0(cache.grad_out.data.data(), n, c);
+  if (drop) dh0.array() *= MatMap<T>(cache.emb_drop.data.data(), n, c).array();
+  MatMap<T> demb = cache.grad_a.view(n, c);
+  emb_ln_.backward(dh0, MatMap<T>(cache.emb_xhat.data.data(), n, c), MatMap<T>(cache.emb_rstd.data.data(), n, 1),
+                   demb);
+  MatMap<T> dword = word_emb_.g(), dpos = pos_emb_.g();
+  for (Index i = 0; i < n; ++i) {
+    if (batch.ids[i] == kPadId) continue;  // [PAD] rows carry no gradient
+    dword.row(batch.ids[i]) += demb.row(i);
+    dpos.row(i % seq) += demb.row(i);
+  }
+}
+
+template class Bert<float>;
+template class Bert<double>;
+
+}  // namespace zibert

@@ -1,0 +1,140 @@
+#include "zibert/model_file.hpp"
+
+#include <cmath>
+
+#include "zibert/io.hpp"
+#include "zibert/safetensors.hpp"
+
+namespace zibert {
+
+std::int32_t Classifier::label_id(const std::string& name) const {
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] == name) return static_cast<std::int32_t>(i);
+  return -1;
+}
+
+namespace {
+
+nlohmann::json config_json(const ModelConfig& c) {
+  return {{"vocab_size", c.vocab_size}, {"max_len", c.max_len}, {"dim", c.dim},
+          {"heads", c.heads},           {"ffn", c.ffn},         {"layers", c.layers},
+          {"labels", c.labels},         {"dropout", c.dropout}, {"layer_norm_eps", c.layer_norm_eps}};
+}
+
+ModelConfig config_from_json(const nlohmann::json& j) {
+  ModelConfig c;
+  c.vocab_size = j.at("vocab_size").get<std::int64_t>();
+  c.max_len = j.at("max_len").get<std::int64_t>();
+  c.dim = j.at("dim").get<std::int64_t>();
+  c.heads = j.at("heads").get<std::int64_t>();
+  c.ffn = j.at("ffn").get<std::int64_t>();
+  c.layers = j.at("layers").get<std::int64_t>();
+  c.labels = j.at("labels").get<std::int64_t>();
+  c.dropout = j.at("dropout").get<double>();
+  c.layer_norm_eps = j.at("layer_norm_eps").get<double>();
+  return c;
+}
+
+}  // namespace
+
+std::string encode_model(const Classifier& model) {
+  std::map<std::string, std::string> meta;
+  meta["format"] = kFormatName;
+  meta["format_version"] = std::to_string(kFormatVersion);
+  meta["config"] = config_json(model.config).dump();
+  meta["vocab"] = nlohmann::json(model.tokenizer.vocab().tokens()).dump();
+  meta["labels"] = nlohmann::json(model.labels).dump();
+  meta["positive_label"] = model.positive;
+  meta["normalization"] = nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
+  meta["training"] = model.training.is_null() ? "{}" : model.training.dump();
+  std::vector<TensorRef> tensors;
+  for (const TensorInfo& t : model.net.layout())
+    tensors.push_back({t.name, t.shape, model.net.params().data() + t.offset});
+  return encode_safetensors(meta, tensors);
+}
+
+void save_model(const std::string& path, const Classifier& model) { write_file_atomic(path, encode_model(model)); }
+
+Classifier load_model(const std::string& path) { return decode_model(read_file(path), path); }
+
+Classifier decode_model(const std::string& bytes, const std::string& name) {
+  SafeTensors file = decode_safetensors(bytes, name);
+  auto bad = [&](const std::string& what) { return Error(name + ": not a usable zibert model: " + what); };
+  auto meta = [&](const std::string& key) -> const std::string& {
+    auto it = file.metadata.find(key);
+    if (it == file.metadata.end()) throw bad("metadata has no \"" + key + "\"");
+    return it->second;
+  };
+  auto parse = [&](const std::string& key) {
+    try {
+      return nlohmann::json::parse(meta(key));
+    } catch (const nlohmann::json::exception& e) {
+      throw bad("metadata \"" + key + "\" is not JSON (" + e.what() + ")");
+    }
+  };
+  if (meta("format") != kFormatName) throw bad("format is \"" + meta("format") + "\", not \"zibert\"");
+  if (meta("format_version") != std::to_string(kFormatVersion))
+    throw bad("format version " + meta("format_version") + " is not supported (this zibert reads " +
+              std::to_string(kFormatVersion) + ")");
+  ModelConfig config;
+  std::vector<std::string> vocab_tokens, labels;
+  Normalization norm;
+  nlohmann::json training;
+  try {
+    config = config_from_json(parse("config"));
+    vocab_tokens = parse("vocab").get<std::vector<std::string>>();
+    labels = parse("labels").get<std::vector<std::string>>();
+    norm.lowercase = parse("normalization").at("lowercase").get<bool>();
+    training = parse("training");
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("metadata has a wrong field (") + e.what() + ")");
+  }
+  try {
+    config.validate();
+  } catch (const Error& e) {
+    throw bad(e.what());
+  }
+  if (static_cast<std::int64_t>(vocab_tokens.size()) != config.vocab_size)
+    throw bad("vocab has " + std::to_string(vocab_tokens.size()) + " entries but config.vocab_size is " +
+              std::to_string(config.vocab_size));
+  if (static_cast<std::int64_t>(labels.size()) != config.labels)
+    throw bad("labels has " + std::to_string(labels.size()) + " entries but config.labels is " +
+              std::to_string(config.labels));
+  Vocab vocab;
+  try {
+    vocab = Vocab::from_tokens(vocab_tokens);
+  } catch (const Error& e) {
+    throw bad(e.what());
+  }
+
+  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, meta("positive_label"), training,
+                   Bert<float>(config)};
+  if (!model.positive.empty() && model.label_id(model.positive) < 0)
+    throw bad("positive label \"" + model.positive + "\" is not one of the labels");
+  std::size_t used = 0;
+  for (const TensorInfo& t : model.net.layout()) {
+    auto it = file.tensors.find(t.name);
+    if (it == file.tensors.end()) throw bad("tensor " + t.name + " is missing");
+    if (it->second.shape != t.shape) {
+      std::string got, want;
+      for (auto d : it->second.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
+      for (auto d : t.shape) want += (want.empty() ? "" : ",") + std::to_string(d);
+      throw bad("tensor " + t.name + " has shape [" + got + "], the config needs [" + want + "]");
+    }
+    const std::vector<float>& src = it->second.data;
+    for (float v : src)
+      if (!std::isfinite(v)) throw bad("tensor " + t.name + " holds a NaN or infinite weight");
+    std::copy(src.begin(), src.end(), model.net.params().begin() + static_cast<std::ptrdiff_t>(t.offset));
+    ++used;
+  }
+  if (used != file.tensors.size()) {
+    for (const auto& [tname, _] : file.tensors) {
+      bool known = false;
+      for (const TensorInfo& t : model.net.layout()) known = known || t.name == tname;
+      if (!known) throw bad("unexpected tensor " + tname);
+    }
+  }
+  return model;
+}
+
+}  // namespace zibert

@@ -1,0 +1,229 @@
+#include "zibert/trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "zibert/batching.hpp"
+
+namespace zibert {
+namespace {
+
+struct Encoded {
+  std::vector<std::vector<std::int32_t>> seqs;  // [CLS] text [SEP], cut to max_len
+  std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> lengths;
+  std::int64_t truncated = 0;
+};
+
+Encoded encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
+  Encoded out;
+  for (std::size_t i = 0; i < data.rows.size(); ++i) {
+    std::int32_t label = model.label_id(data.rows[i].label);
+    if (label < 0)
+      throw error_at(data.name, data.rows[i].line,
+                     "label \"" + data.rows[i].label + "\" is not among the training labels");
+    std::vector<std::int32_t> ids = model.tokenizer.ids(texts[i]);
+    if (static_cast<std::int64_t>(ids.size()) > model.config.max_len - 2) ++out.truncated;
+    out.seqs.push_back(with_specials(ids, model.config.max_len));
+    out.labels.push_back(label);
+    out.lengths.push_back(static_cast<std::int64_t>(out.seqs.back().size()));
+  }
+  return out;
+}
+
+std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Normalization& norm) {
+  std::vector<std::vector<char32_t>> out;
+  out.reserve(data.rows.size());
+  for (const Example& ex : data.rows) out.push_back(normalize(ex.text, norm));
+  return out;
+}
+
+DevScore evaluate(const Classifier& model, const Encoded& dev, std::int64_t batch_size, ModelCache<float>& cache) {
+  DevScore score;
+  std::vector<std::int32_t> predicted(dev.labels.size());
+  double loss_sum = 0;
+  for (const auto& members : bucketed_batches(dev.lengths, static_cast<std::size_t>(batch_size), nullptr)) {
+    std::vector<const std::vector<std::int32_t>*> seqs;
+    std::vector<std::int32_t> labels;
+    for (std::size_t i : members) {
+      seqs.push_back(&dev.seqs[i]);
+      labels.push_back(dev.labels[i]);
+    }
+    Batch batch = pack_batch(seqs, labels);
+    loss_sum += double(model.net.forward(batch, cache, nullptr)) * double(members.size());
+    CMatMap<float> probs(cache.probs.data.data(), batch.size, model.config.labels);
+    for (std::size_t r = 0; r < members.size(); ++r) {
+      Index best = 0;
+      probs.row(static_cast<Index>(r)).maxCoeff(&best);
+      predicted[members[r]] = static_cast<std::int32_t>(best);
+    }
+  }
+  const std::size_t n = dev.labels.size();
+  std::int64_t correct = 0;
+  for (std::size_t i = 0; i < n; ++i) correct += predicted[i] == dev.labels[i];
+  score.loss = loss_sum / double(n);
+  score.accuracy = double(correct) / double(n);
+  // F1 of the positive label for binary models, macro-F1 otherwise.
+  std::vector<std::int32_t> classes;
+  if (model.positive_id() >= 0 && model.labels.size() == 2)
+    classes = {model.positive_id()};
+  else
+    for (std::int32_t c = 0; c < model.config.labels; ++c) classes.push_back(c);
+  for (std::int32_t c : classes) {
+    std::int64_t tp = 0, fp = 0, fn = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      tp += predicted[i] == c && dev.labels[i] == c;
+      fp += predicted[i] == c && dev.labels[i] != c;
+      fn += predicted[i] != c && dev.labels[i] == c;
+    }
+    double f1 = tp ? 2.0 * double(tp) / double(2 * tp + fp + fn) : 0.0;
+    score.f1 += f1 / double(classes.size());
+  }
+  return score;
+}
+
+std::string fmt(const char* format, double a, double b, double c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, format, a, b, c);
+  return buf;
+}
+
+}  // namespace
+
+std::string guess_positive(const std::vector<std::string>& labels) {
+  for (const char* name : {"1", "true", "yes", "pos", "positive"})
+    if (std::find(labels.begin(), labels.end(), name) != labels.end()) return name;
+  return labels.size() == 2 ? labels[1] : "";
+}
+
+Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& opt, Progress& progress,
+                            const Classifier* init) {
+  if (dev.rows.empty()) throw Error(dev.name + ": no dev examples to evaluate on");
+  if (opt.epochs < 1 || opt.batch < 1) throw Error("epochs and batch must be at least 1");
+
+  // Labels: sorted, from the training data (or the initial model's).
+  std::vector<std::string> labels;
+  if (init) {
+    labels = init->labels;
+  } else {
+    std::set<std::string> seen;
+    for (const Example& ex : train.rows) seen.insert(ex.label);
+    labels.assign(seen.begin(), seen.end());
+    if (labels.size() < 2)
+      throw Error(train.name + ": every row has the label \"" + labels.front() +
+                  "\"; a classifier needs examples of at least two labels (add negative examples)");
+  }
+  std::string positive = opt.positive.empty() ? (init ? init->positive : guess_positive(labels)) : opt.positive;
+  if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
+    throw Error("--positive " + positive + " is not one of the labels");
+
+  Normalization norm{init ? init->tokenizer.normalization().lowercase : opt.lowercase, false};
+  std::vector<std::vector<char32_t>> train_texts = normalize_all(train, norm), dev_texts = normalize_all(dev, norm);
+  Vocab vocab;
+  ModelConfig config = opt.shape;
+  if (init) {
+    vocab = init->tokenizer.vocab();
+    config = init->config;
+    config.dropout = opt.shape.dropout;
+  } else {
+    VocabBuilder builder;
+    for (const auto& t : train_texts) builder.add(t);
+    vocab = builder.build(opt.min_count);
+    config.vocab_size = vocab.size();
+    config.labels = static_cast<std::int64_t>(labels.size());
+  }
+  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config)};
+  if (init)
+    model.net.params() = init->net.params();
+  else
+    model.net.init_weights(opt.seed);
+
+  Encoded tr = encode_all(train, train_texts, model), dv = encode_all(dev, dev_texts, model);
+  if (tr.truncated)
+    progress.message("note: " + std::to_string(tr.truncated) + " training texts are longer than max-len " +
+                     std::to_string(config.max_len) + " and were cut for training");
+
+  const std::int64_t per_epoch = (static_cast<std::int64_t>(tr.seqs.size()) + opt.batch - 1) / opt.batch;
+  const std::int64_t total = per_epoch * opt.epochs;
+  const std::int64_t warmup = static_cast<std::int64_t>(std::llround(opt.warmup * double(total)));
+  AdamW<float> adam(opt.adam, model.net.layout());
+  ModelCache<float> cache;
+  std::vector<float> best_params = model.net.params();
+  DevScore best;
+  std::int64_t best_epoch = 0, step = 0;
+  nlohmann::json history = nlohmann::json::array();
+  auto started = std::chrono::steady_clock::now();
+  std::int64_t examples_seen = 0;
+
+  for (std::int64_t epoch = 1; epoch <= opt.epochs; ++epoch) {
+    std::uint64_t epoch_seed = opt.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
+    double epoch_loss = 0;
+    for (const auto& members : bucketed_batches(tr.lengths, static_cast<std::size_t>(opt.batch), &epoch_seed)) {
+      std::vector<const std::vector<std::int32_t>*> seqs;
+      std::vector<std::int32_t> batch_labels;
+      for (std::size_t i : members) {
+        seqs.push_back(&tr.seqs[i]);
+        batch_labels.push_back(tr.labels[i]);
+      }
+      Batch batch = pack_batch(seqs, batch_labels);
+      DropoutRng rng{opt.seed, static_cast<std::uint64_t>(step), config.dropout};
+      model.net.zero_grad();
+      float loss = model.net.forward(batch, cache, &rng);
+      if (!std::isfinite(loss))
+        throw Error("training diverged: the loss is not finite at step " + std::to_string(step + 1) +
+                    " (try a lower --lr)");
+      model.net.backward(batch, cache);
+      clip_grad_norm(model.net.grads(), opt.adam.clip_norm);
+      double lr = opt.adam.lr * lr_multiplier(step, warmup, total);
+      adam.step(model.net.params(), model.net.grads(), lr);
+      ++step;
+      examples_seen += batch.size;
+      epoch_loss += loss * double(batch.size);
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      progress.update({epoch, opt.epochs, step, total, loss, lr, secs > 0 ? double(examples_seen) / secs : 0.0});
+    }
+    DevScore score = evaluate(model, dv, opt.batch, cache);
+    bool improved = best_epoch == 0 || score.f1 > best.f1 || (score.f1 == best.f1 && score.loss < best.loss);
+    if (improved) {
+      best = score;
+      best_epoch = epoch;
+      best_params = model.net.params();
+    }
+    double train_loss = epoch_loss / double(tr.seqs.size());
+    history.push_back({{"epoch", epoch}, {"step", step}, {"train_loss", train_loss}, {"dev_loss", score.loss},
+                       {"dev_accuracy", score.accuracy}, {"dev_f1", score.f1}});
+    progress.message("epoch " + std::to_string(epoch) + "/" + std::to_string(opt.epochs) +
+                     fmt("  train loss %.4f  dev loss %.4f  dev acc %.4f", train_loss, score.loss, score.accuracy) +
+                     fmt("  dev F1 %.4f", score.f1, 0, 0) + (improved ? "  (best)" : ""));
+  }
+  progress.finish();
+  model.net.params() = best_params;
+  model.training = {{"data", train.name},
+                    {"train_examples", tr.seqs.size()},
+                    {"dev", dev.name},
+                    {"dev_examples", dv.seqs.size()},
+                    {"epochs", opt.epochs},
+                    {"steps", total},
+                    {"best_epoch", best_epoch},
+                    {"dev_loss", best.loss},
+                    {"dev_accuracy", best.accuracy},
+                    {"dev_f1", best.f1},
+                    {"batch", opt.batch},
+                    {"lr", opt.adam.lr},
+                    {"warmup", opt.warmup},
+                    {"weight_decay", opt.adam.weight_decay},
+                    {"clip_norm", opt.adam.clip_norm},
+                    {"dropout", config.dropout},
+                    {"seed", opt.seed},
+                    {"min_count", opt.min_count},
+                    {"threads", opt.threads},
+                    {"init", init != nullptr},
+                    {"history", history},
+                    {"zibert_version", ZIBERT_VERSION}};
+  return model;
+}
+
+}  // namespace zibert

@@ -1,0 +1,51 @@
+// Central finite differences in double precision, for the gradient tests.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "zibert/random.hpp"
+
+namespace zibert::test {
+
+// ‖a − n‖ / max(‖a‖, ‖n‖): the relative error of a whole gradient tensor.
+inline double relative_error(const double* analytic, const double* numeric, std::size_t n) {
+  double diff = 0, na = 0, nn = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    diff += (analytic[i] - numeric[i]) * (analytic[i] - numeric[i]);
+    na += analytic[i] * analytic[i];
+    nn += numeric[i] * numeric[i];
+  }
+  double denom = std::max(std::sqrt(std::max(na, nn)), 1e-300);
+  return std::sqrt(diff) / denom;
+}
+
+inline double norm(const double* x, std::size_t n) {
+  double s = 0;
+  for (std::size_t i = 0; i < n; ++i) s += x[i] * x[i];
+  return std::sqrt(s);
+}
+
+// Numeric gradient of loss() with respect to x[offset, offset + n).
+inline std::vector<double> numeric_gradient(double* x, std::size_t n, const std::function<double()>& loss,
+                                            double h = 1e-5) {
+  std::vector<double> g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    double old = x[i];
+    x[i] = old + h;
+    double fp = loss();
+    x[i] = old - h;
+    double fm = loss();
+    x[i] = old;
+    g[i] = (fp - fm) / (2 * h);
+  }
+  return g;
+}
+
+inline void fill_uniform(double* x, std::size_t n, std::uint64_t seed, double lo = -1, double hi = 1) {
+  Rng rng(seed);
+  for (std::size_t i = 0; i < n; ++i) x[i] = lo + (hi - lo) * rng.uniform();
+}
+
+}  // namespace zibert::test

@@ -1,0 +1,152 @@
+// Every layer's hand-written backward against central finite differences.
+#include <catch2/catch.hpp>
+
+#include "gradcheck.hpp"
+#include "zibert/attention.hpp"
+#include "zibert/layers.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+using M = MatR<double>;
+
+namespace {
+constexpr double kTol = 1e-6;
+
+// loss = Σ y ⊙ r for a fixed random r, so dL/dy = r.
+double weighted_sum(const M& y, const M& r) { return (y.array() * r.array()).sum(); }
+
+M random_matrix(Index rows, Index cols, std::uint64_t seed, double lo = -1, double hi = 1) {
+  M m(rows, cols);
+  fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed, lo, hi);
+  return m;
+}
+}  // namespace
+
+TEST_CASE("Linear backward matches finite differences", "[layers][gradcheck]") {
+  const Index n = 5, in = 4, out = 3;
+  M x = random_matrix(n, in, 1), r = random_matrix(n, out, 2);
+  std::vector<double> w(out * in + out), g(w.size(), 0.0);
+  fill_uniform(w.data(), w.size(), 3);
+  Linear<double> lin{{w.data(), g.data(), out, in}, {w.data() + out * in, g.data() + out * in, out, 1}};
+  auto loss = [&] {
+    M y(n, out);
+    lin.forward(x, y);
+    return weighted_sum(y, r);
+  };
+  M dx(n, in);
+  Ref<double> dx_ref(dx);
+  lin.backward(x, r, &dx_ref);
+  auto num_w = numeric_gradient(w.data(), w.size(), loss);
+  CHECK(relative_error(g.data(), num_w.data(), out * in) <= kTol);
+  CHECK(relative_error(g.data() + out * in, num_w.data() + out * in, out) <= kTol);
+  auto num_x = numeric_gradient(x.data(), static_cast<std::size_t>(x.size()), loss);
+  CHECK(relative_error(dx.data(), num_x.data(), num_x.size()) <= kTol);
+
+  SECTION("backward accumulates into existing gradients") {
+    std::vector<double> before = g;
+    lin.backward(x, r, nullptr);
+    for (std::size_t i = 0; i < g.size(); ++i) CHECK(g[i] == Approx(2 * before[i]));
+  }
+}
+
+TEST_CASE("LayerNorm backward matches finite differences", "[layers][gradcheck]") {
+  const Index n = 4, c = 6;
+  M x = random_matrix(n, c, 4, -2, 2), r = random_matrix(n, c, 5);
+  std::vector<double> w(2 * c), g(2 * c, 0.0);
+  fill_uniform(w.data(), w.size(), 6, 0.5, 1.5);
+  LayerNorm<double> ln{{w.data(), g.data(), c, 1}, {w.data() + c, g.data() + c, c, 1}, 1e-12};
+  M xhat(n, c), rstd(n, 1), y(n, c);
+  auto loss = [&] {
+    ln.forward(x, y, xhat, rstd);
+    return weighted_sum(y, r);
+  };
+  loss();
+  M dx(n, c);
+  ln.backward(r, xhat, rstd, dx);
+  auto num_w = numeric_gradient(w.data(), w.size(), loss);
+  CHECK(relative_error(g.data(), num_w.data(), c) <= kTol);
+  CHECK(relative_error(g.data() + c, num_w.data() + c, c) <= kTol);
+  auto num_x = numeric_gradient(x.data(), static_cast<std::size_t>(x.size()), loss);
+  CHECK(relative_error(dx.data(), num_x.data(), num_x.size()) <= kTol);
+}
+
+TEST_CASE("GELU backward matches finite differences", "[layers][gradcheck]") {
+  M x = random_matrix(3, 7, 7, -3, 3), r = random_matrix(3, 7, 8);
+  auto loss = [&] {
+    M y(3, 7);
+    gelu_forward<double>(x, y);
+    return weighted_sum(y, r);
+  };
+  M dx(3, 7);
+  gelu_backward<double>(x, r, dx);
+  auto num = numeric_gradient(x.data(), static_cast<std::size_t>(x.size()), loss);
+  CHECK(relative_error(dx.data(), num.data(), num.size()) <= kTol);
+  SECTION("exact erf form") {
+    M one(1, 1), y(1, 1);
+    one(0, 0) = 1.0;
+    gelu_forward<double>(one, y);
+    CHECK(y(0, 0) == Approx(0.8413447460685429).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("cross-entropy backward matches finite differences", "[layers][gradcheck]") {
+  M logits = random_matrix(4, 3, 9, -2, 2);
+  std::vector<std::int32_t> labels{0, 2, 1, 2};
+  M probs(4, 3);
+  auto loss = [&] { return cross_entropy_forward<double>(logits, labels.data(), probs); };
+  loss();
+  M d(4, 3);
+  cross_entropy_backward<double>(probs, labels.data(), d);
+  auto num = numeric_gradient(logits.data(), static_cast<std::size_t>(logits.size()), loss);
+  CHECK(relative_error(d.data(), num.data(), num.size()) <= kTol);
+}
+
+TEST_CASE("dropout masks are seeded, scaled and deterministic", "[layers]") {
+  M a(50, 40), b(50, 40), c(50, 40);
+  DropoutRng rng{7, 3, 0.25};
+  dropout_mask<double>(rng, 1, a);
+  dropout_mask<double>(rng, 1, b);
+  dropout_mask<double>(rng, 2, c);
+  CHECK(a == b);
+  CHECK(a != c);
+  double zeros = (a.array() == 0.0).cast<double>().sum() / double(a.size());
+  CHECK(zeros == Approx(0.25).margin(0.03));
+  CHECK(((a.array() == 0.0) || ((a.array() - 1.0 / 0.75).abs() < 1e-12)).all());
+}
+
+TEST_CASE("attention backward matches finite differences, padded keys get no weight", "[layers][gradcheck]") {
+  const Index batch = 2, seq = 5, c = 6, heads = 2, n = batch * seq;
+  M x = random_matrix(n, c, 10), r = random_matrix(n, c, 11);
+  std::vector<double> w(3 * c * c + 3 * c + c * c + c), g(w.size(), 0.0);
+  fill_uniform(w.data(), w.size(), 12, -0.6, 0.6);
+  double* p = w.data();
+  double* q = g.data();
+  SelfAttention<double> attn;
+  attn.qkv = {{p, q, 3 * c, c}, {p + 3 * c * c, q + 3 * c * c, 3 * c, 1}};
+  attn.output = {{p + 3 * c * c + 3 * c, q + 3 * c * c + 3 * c, c, c},
+                 {p + 4 * c * c + 3 * c, q + 4 * c * c + 3 * c, c, 1}};
+  attn.heads = heads;
+  // sequence 0 is full, sequence 1 has two [PAD] keys at the end
+  std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  AttentionCache<double> cache;
+  auto loss = [&] {
+    M y(n, c);
+    attn.forward(x, batch, seq, valid.data(), cache, y);
+    return weighted_sum(y, r);
+  };
+  loss();
+  MatMap<double> probs(cache.probs.data.data(), batch * heads * seq, seq);
+  for (Index row = 0; row < probs.rows(); ++row) CHECK(probs.row(row).sum() == Approx(1.0).epsilon(1e-12));
+  for (Index row = 2 * seq; row < 4 * seq; ++row) {  // rows of sequence 1, both heads
+    CHECK(probs(row, 3) == 0.0);
+    CHECK(probs(row, 4) == 0.0);
+  }
+  M dx(n, c);
+  attn.backward(x, r, batch, seq, cache, dx);
+  auto num_w = numeric_gradient(w.data(), w.size(), loss);
+  CHECK(relative_error(g.data(), num_w.data(), 3 * c * c) <= kTol);                        // Wqkv
+  CHECK(relative_error(g.data() + 3 * c * c, num_w.data() + 3 * c * c, 3 * c) <= kTol);    // bqkv
+  CHECK(relative_error(g.data() + 3 * c * c + 3 * c, num_w.data() + 3 * c * c + 3 * c, c * c + c) <= kTol);  // Wo, bo
+  auto num_x = numeric_gradient(x.data(), static_cast<std::size_t>(x.size()), loss);
+  CHECK(relative_error(dx.data(), num_x.data(), num_x.size()) <= kTol);
+}
