@@ -80,8 +80,13 @@ void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch
       dqkv.block(b * seq, c + h * d, seq, d).noalias() = dp.transpose() * q;
     }
 
-  Ref<T> dx_ref(dx);
-  qkv.backward(x, dqkv, &dx_ref);
+  // The key bias adds q·b_k to every score of a query row, which softmax
+  // ignores: its gradient is exactly zero. Keep it so, instead of letting
+  // rounding noise through for Adam's normalisation to blow up.
+  MatMap<T> key_bias_grad = cache.key_bias_grad.view(1, c);
+  key_bias_grad = qkv.bias.grad_row().segment(c, c);
+  qkv.backward(x, dqkv, &dx);
+  qkv.bias.grad_row().segment(c, c) = key_bias_grad;
 }
 
 template struct SelfAttention<float>;

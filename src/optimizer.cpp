@@ -6,9 +6,9 @@
 namespace zibert {
 
 double lr_multiplier(std::int64_t step, std::int64_t warmup, std::int64_t total) {
-  if (step < warmup) return double(step + 1) / double(warmup);
-  if (total <= warmup) return 1.0;
-  return std::max(0.0, double(total - step) / double(total - warmup));
+  const std::int64_t k = step + 1;  // 1-based update number
+  if (k <= warmup) return double(k) / double(warmup);
+  return std::max(0.0, double(total - k + 1) / double(total - warmup + 1));
 }
 
 template <class T>

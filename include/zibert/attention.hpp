@@ -15,6 +15,7 @@ struct AttentionCache {
   Buffer<T> dqkv;   // (B*T, 3C) backward scratch
   Buffer<T> dctx;   // (B*T, C) backward scratch
   Buffer<T> dprobs; // (threads*T, T) backward scratch, one (T,T) block per thread
+  Buffer<T> key_bias_grad;  // (1, C) saved across the qkv backward
 };
 
 template <class T>

@@ -17,8 +17,10 @@ struct AdamWConfig {
   double clip_norm = 1.0;      // max global gradient norm; <= 0 disables
 };
 
-// Linear warmup over `warmup` steps, then linear decay to zero at `total`.
-// step is 0-based: the multiplier for the (step+1)-th update.
+// Linear warmup over `warmup` updates, then linear decay: with k = step + 1
+// (step is 0-based), k/warmup while k <= warmup, then
+// (total − k + 1)/(total − warmup + 1): the peak is reached once, and the last
+// update still moves the weights.
 double lr_multiplier(std::int64_t step, std::int64_t warmup, std::int64_t total);
 
 // Scales grads so their global L2 norm is at most max_norm (PyTorch's
