@@ -48,7 +48,7 @@ int run_info(const InfoCli& o) {
     std::printf("training    %lld epochs, batch %lld, lr %g, seed %llu, %lld threads; best epoch %lld\n",
                 t.value("epochs", 0LL), t.value("batch", 0LL), t.value("lr", 0.0), t.value("seed", 0ULL),
                 t.value("threads", 0LL), t.value("best_epoch", 0LL));
-    std::printf("dev         accuracy %.4f, F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0), t.value("dev_f1", 0.0),
+    std::printf("dev         accuracy %.4f, macro-F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0), t.value("dev_macro_f1", 0.0),
                 t.value("dev_loss", 0.0));
   }
   return kExitOk;

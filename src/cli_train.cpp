@@ -31,8 +31,6 @@ int run_train(const TrainCli& o) {
   std::optional<Classifier> init;
   if (!o.init.empty()) init = load_model(o.init);
   Progress progress(o.quiet);
-  progress.message("training on " + std::to_string(train.rows.size()) + " examples (" + format_name(train.format) +
-                   "), dev " + std::to_string(dev.rows.size()) + ", " + std::to_string(opt.threads) + " threads");
   auto started = std::chrono::steady_clock::now();
   Classifier model = train_classifier(train, dev, opt, progress, init ? &*init : nullptr);
   save_model(o.out, model);

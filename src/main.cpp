@@ -22,6 +22,16 @@ int main(int argc, char** argv) {
   add("classify", "Classify each line of files or stdin", setup_classify);
   add("eval", "Score a model on labelled data", setup_eval);
   add("info", "Describe a model file", setup_info);
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known = known || (argc > 1 && sub->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::fprintf(stderr, "zibert: error: unknown command '%s' (commands: %s)\n", argv[1], names.c_str());
+    return kExitError;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -66,13 +66,9 @@ DevScore evaluate(const Classifier& model, const Encoded& dev, std::int64_t batc
   for (std::size_t i = 0; i < n; ++i) correct += predicted[i] == dev.labels[i];
   score.loss = loss_sum / double(n);
   score.accuracy = double(correct) / double(n);
-  // F1 of the positive label for binary models, macro-F1 otherwise.
-  std::vector<std::int32_t> classes;
-  if (model.positive_id() >= 0 && model.labels.size() == 2)
-    classes = {model.positive_id()};
-  else
-    for (std::int32_t c = 0; c < model.config.labels; ++c) classes.push_back(c);
-  for (std::int32_t c : classes) {
+  // Macro-F1: unlike the positive label's F1 it does not reward predicting
+  // everything positive, so it is what picks the best epoch.
+  for (std::int32_t c = 0; c < model.config.labels; ++c) {
     std::int64_t tp = 0, fp = 0, fn = 0;
     for (std::size_t i = 0; i < n; ++i) {
       tp += predicted[i] == c && dev.labels[i] == c;
@@ -80,7 +76,7 @@ DevScore evaluate(const Classifier& model, const Encoded& dev, std::int64_t batc
       fn += predicted[i] != c && dev.labels[i] == c;
     }
     double f1 = tp ? 2.0 * double(tp) / double(2 * tp + fp + fn) : 0.0;
-    score.f1 += f1 / double(classes.size());
+    score.f1 += f1 / double(model.config.labels);
   }
   return score;
 }
@@ -142,6 +138,8 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
     model.net.init_weights(opt.seed);
 
   Encoded tr = encode_all(train, train_texts, model), dv = encode_all(dev, dev_texts, model);
+  progress.message("training on " + std::to_string(tr.seqs.size()) + " examples (" + format_name(train.format) +
+                   "), dev " + std::to_string(dv.seqs.size()) + ", " + std::to_string(opt.threads) + " threads");
   if (tr.truncated)
     progress.message("note: " + std::to_string(tr.truncated) + " training texts are longer than max-len " +
                      std::to_string(config.max_len) + " and were cut for training");
@@ -194,10 +192,10 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
     }
     double train_loss = epoch_loss / double(tr.seqs.size());
     history.push_back({{"epoch", epoch}, {"step", step}, {"train_loss", train_loss}, {"dev_loss", score.loss},
-                       {"dev_accuracy", score.accuracy}, {"dev_f1", score.f1}});
+                       {"dev_accuracy", score.accuracy}, {"dev_macro_f1", score.f1}});
     progress.message("epoch " + std::to_string(epoch) + "/" + std::to_string(opt.epochs) +
                      fmt("  train loss %.4f  dev loss %.4f  dev acc %.4f", train_loss, score.loss, score.accuracy) +
-                     fmt("  dev F1 %.4f", score.f1, 0, 0) + (improved ? "  (best)" : ""));
+                     fmt("  dev macro-F1 %.4f", score.f1, 0, 0) + (improved ? "  (best)" : ""));
   }
   progress.finish();
   model.net.params() = best_params;
@@ -210,7 +208,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
                     {"best_epoch", best_epoch},
                     {"dev_loss", best.loss},
                     {"dev_accuracy", best.accuracy},
-                    {"dev_f1", best.f1},
+                    {"dev_macro_f1", best.f1},
                     {"batch", opt.batch},
                     {"lr", opt.adam.lr},
                     {"warmup", opt.warmup},

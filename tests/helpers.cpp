@@ -1,0 +1,70 @@
+#include "helpers.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace zibert::test {
+
+Classifier tiny_classifier(std::uint64_t seed) {
+  VocabBuilder builder;
+  builder.add(normalize("佛跳墙是一道福建名菜他们点了一坛 abc", Normalization{}));
+  Vocab vocab = builder.build(1);
+  ModelConfig cfg;
+  cfg.vocab_size = vocab.size();
+  cfg.max_len = 16;
+  cfg.dim = 8;
+  cfg.heads = 2;
+  cfg.ffn = 16;
+  cfg.layers = 2;
+  cfg.labels = 2;
+  cfg.dropout = 0.0;
+  Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg)};
+  model.net.init_weights(seed);
+  return model;
+}
+
+std::string temp_dir() {
+  const char* base = std::getenv("TMPDIR");
+  std::string tmpl = std::string(base && *base ? base : "/tmp") + "/zibert-test-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+  return buf.data();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+RunResult run_shell(const std::string& command) {
+  std::string dir = temp_dir();
+  std::string full = "( " + command + " ) > " + dir + "/out 2> " + dir + "/err";
+  int raw = std::system(full.c_str());
+  RunResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = read_text(dir + "/out");
+  r.err = read_text(dir + "/err");
+  std::system(("rm -rf " + dir).c_str());
+  return r;
+}
+
+RunResult run_zibert(const std::string& args) {
+  return run_shell(std::string(ZIBERT_BIN) + " " + args + " < /dev/null");
+}
+
+}  // namespace zibert::test

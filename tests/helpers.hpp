@@ -1,0 +1,28 @@
+// Shared test helpers: a tiny classifier, temp dirs, running the CLI.
+#pragma once
+#include <string>
+
+#include "zibert/model_file.hpp"
+
+namespace zibert::test {
+
+// A 2-label model with a small CJK vocabulary and random weights.
+Classifier tiny_classifier(std::uint64_t seed = 1);
+
+// A fresh empty directory under $TMPDIR, removed by the OS eventually.
+std::string temp_dir();
+
+void write_text(const std::string& path, const std::string& text);
+std::string read_text(const std::string& path);
+
+struct RunResult {
+  int status = -1;
+  std::string out, err;
+};
+// Runs the zibert binary with a shell argument string (stdin from /dev/null
+// unless the args redirect it).
+RunResult run_zibert(const std::string& args);
+// Runs any shell command.
+RunResult run_shell(const std::string& command);
+
+}  // namespace zibert::test

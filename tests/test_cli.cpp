@@ -1,0 +1,190 @@
+// The zibert binary as a user runs it: classify, train, eval, info, errors.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "helpers.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+
+namespace {
+
+// A saved tiny model (random weights) for output-format tests.
+const std::string& tiny_model_path() {
+  static const std::string path = [] {
+    std::string p = temp_dir() + "/tiny.safetensors";
+    save_model(p, tiny_classifier(3));
+    return p;
+  }();
+  return path;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+std::string toy_corpus(const std::string& path, int count, int seed) {
+  return "python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + path + " " + std::to_string(count) + " " +
+         std::to_string(seed) + " --pool 100 --min-len 5 --max-len 20";
+}
+
+}  // namespace
+
+TEST_CASE("classify: one TSV line per input line, in order", "[cli][classify]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/in.txt", "他们点了一坛佛跳墙\n\n狗急跳墙\r\na\tb\nlast line without newline");
+  RunResult r = run_zibert("classify -m " + tiny_model_path() + " " + dir + "/in.txt");
+  REQUIRE(r.status == 0);
+  CHECK(r.err.empty());
+  std::vector<std::string> out = lines_of(r.out);
+  REQUIRE(out.size() == 5);
+  std::vector<std::string> texts{"他们点了一坛佛跳墙", "", "狗急跳墙", "a\\tb", "last line without newline"};
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    INFO(out[i]);
+    CHECK_THAT(out[i], Catch::Matches("[01]\t[01]\\.[0-9]{4}\t.*"));
+    CHECK(out[i].substr(out[i].find('\t', 2) + 1) == texts[i]);
+  }
+  SECTION("stdin, --no-text and jsonl") {
+    RunResult s = run_shell("printf '佛跳墙\\n好\\n' | " ZIBERT_BIN " classify --no-text -m " + tiny_model_path());
+    REQUIRE(s.status == 0);
+    CHECK_THAT(s.out, Catch::Matches("[01]\t[01]\\.[0-9]{4}\n[01]\t[01]\\.[0-9]{4}\n"));
+    RunResult j = run_shell("printf '佛\"跳\\\\墙\\n' | " ZIBERT_BIN " classify --format jsonl -m " + tiny_model_path() + " -");
+    REQUIRE(j.status == 0);
+    nlohmann::json row = nlohmann::json::parse(lines_of(j.out).at(0));
+    CHECK(row["line"] == 1);
+    CHECK(row["text"] == "佛\"跳\\墙");
+    CHECK(row["probs"]["0"].get<double>() + row["probs"]["1"].get<double>() == Approx(1.0).margin(2e-4));
+  }
+}
+
+TEST_CASE("classify: invalid UTF-8 names file, line and byte; --invalid replace carries on", "[cli][classify]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/bad.txt", "佛跳墙\n好\xFF吃\n");
+  RunResult r = run_zibert("classify -m " + tiny_model_path() + " " + dir + "/bad.txt");
+  CHECK(r.status == 2);
+  CHECK(r.err == "zibert: error: " + dir + "/bad.txt:2: invalid UTF-8 at byte 3 (--invalid replace carries on)\n");
+  CHECK(lines_of(r.out).size() == 1);  // the good line before it was written
+  RunResult ok = run_zibert("classify --invalid replace -m " + tiny_model_path() + " " + dir + "/bad.txt");
+  CHECK(ok.status == 0);
+  CHECK(lines_of(ok.out).size() == 2);
+}
+
+TEST_CASE("usage and file errors exit 2 with one error line", "[cli]") {
+  struct Case {
+    std::string args, prefix;
+  };
+  std::string dir = temp_dir();
+  auto c = GENERATE_COPY(values<Case>({
+      {"classify -m " + tiny_model_path() + " /nonexistent/x.txt", "zibert: error: /nonexistent/x.txt: No such file"},
+      {"classify -m " + tiny_model_path() + " /tmp", "zibert: error: /tmp: is a directory"},
+      {"classify -m /nonexistent/m.safetensors", "zibert: error: /nonexistent/m.safetensors: No such file"},
+      {"classify --bogus", "zibert: error: The following argument was not expected: --bogus"},
+      {"classify --threshold 2 -m " + tiny_model_path(), "zibert: error: --threshold: Value 2 not in range"},
+      {"frobnicate", "zibert: error: unknown command 'frobnicate' (commands: train, classify, eval, info)"},
+      {"train --data /nonexistent.tsv --out x.safetensors", "zibert: error: --data: File does not exist"},
+  }));
+  INFO(c.args);
+  RunResult r = run_zibert(c.args);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith(c.prefix));
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("--help and --version", "[cli]") {
+  RunResult v = run_zibert("--version");
+  CHECK(v.status == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("zibert "));
+  for (const char* cmd : {"train", "classify", "eval", "info"}) {
+    RunResult h = run_zibert(std::string(cmd) + " --help");
+    INFO(cmd);
+    CHECK(h.status == 0);
+    CHECK_THAT(h.out, Catch::Contains("Example"));
+  }
+}
+
+TEST_CASE("train: data errors and output checks come before any training", "[cli][train]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/one.tsv", "1\t佛跳墙\n1\t一坛佛跳墙\n1\t佛跳墙好吃\n");
+  RunResult r = run_zibert("train --data " + dir + "/one.tsv --out " + dir + "/m.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("needs examples of at least two labels"));
+
+  write_text(dir + "/ok.tsv", "1\t佛跳墙\n0\t狗急跳墙\n1\t一坛佛跳墙\n0\t仿佛\n");
+  write_text(dir + "/dev.tsv", "1\t佛跳墙\nmaybe\t仿佛\n");
+  r = run_zibert("train --data " + dir + "/ok.tsv --dev " + dir + "/dev.tsv --out " + dir + "/m.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + dir + "/dev.tsv:2: label \"maybe\""));
+
+  r = run_zibert("train --data " + dir + "/ok.tsv --out " + dir + "/missing/m.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("does not exist"));
+  CHECK_THAT(r.err, !Catch::Contains("epoch"));  // failed before training
+}
+
+TEST_CASE("train reads TSV, fastText and JSONL; info and eval describe the result", "[cli][train]") {
+  std::string dir = temp_dir();
+  auto fmt = GENERATE(as<std::string>{}, "tsv", "fasttext", "jsonl");
+  std::string data;
+  for (int i = 0; i < 40; ++i) {
+    std::string label = i % 2 ? "yes" : "no";
+    std::string text = i % 2 ? "他们点了佛跳墙" + std::to_string(i) : "狗急跳墙" + std::to_string(i);
+    if (fmt == "tsv") data += (i == 0 ? "text\tlabel\n" : "") + text + "\t" + label + "\n";
+    if (fmt == "fasttext") data += "__label__" + label + " " + text + "\n";
+    if (fmt == "jsonl") data += nlohmann::json{{"text", text}, {"label", label}}.dump() + "\n";
+  }
+  write_text(dir + "/data", data);
+  RunResult r = run_zibert("train --data " + dir + "/data --out " + dir + "/m.safetensors --epochs 2 --dim 16 "
+                           "--heads 2 --ffn 32 --max-len 32 --threads 1");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.empty());  // progress goes to stderr
+  CHECK_THAT(r.err, Catch::Contains("training on 36 examples (" + fmt + "), dev 4"));
+  RunResult info = run_zibert("info --json -m " + dir + "/m.safetensors");
+  REQUIRE(info.status == 0);
+  nlohmann::json j = nlohmann::json::parse(info.out);
+  CHECK(j["labels"] == nlohmann::json({"no", "yes"}));
+  CHECK(j["positive_label"] == "yes");
+  CHECK(j["config"]["layers"] == 2);
+  CHECK(j["training"]["train_examples"] == 36);
+  RunResult text = run_zibert("info -m " + dir + "/m.safetensors");
+  CHECK_THAT(text.out, Catch::Contains("parameters") && Catch::Contains("positive: yes"));
+  RunResult ev = run_zibert("eval -m " + dir + "/m.safetensors --data " + dir + "/data");
+  REQUIRE(ev.status == 0);
+  CHECK_THAT(ev.out, Catch::Contains("accuracy") && Catch::Contains("confusion"));
+}
+
+TEST_CASE("the same data, flags, seed and threads give a byte-identical model", "[cli][train]") {
+  std::string dir = temp_dir();
+  REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 300, 4)).status == 0);
+  std::string flags = " --epochs 2 --dim 16 --heads 2 --ffn 32 --max-len 32 --threads 2 --dropout 0.1 -q";
+  REQUIRE(run_zibert("train --seed 7 --data " + dir + "/train.tsv --out " + dir + "/a.safetensors" + flags).status == 0);
+  REQUIRE(run_zibert("train --seed 7 --data " + dir + "/train.tsv --out " + dir + "/b.safetensors" + flags).status == 0);
+  REQUIRE(run_zibert("train --seed 8 --data " + dir + "/train.tsv --out " + dir + "/c.safetensors" + flags).status == 0);
+  std::string a = read_text(dir + "/a.safetensors");
+  CHECK(a.size() > 1000);
+  CHECK(a == read_text(dir + "/b.safetensors"));
+  CHECK(a != read_text(dir + "/c.safetensors"));
+}
+
+TEST_CASE("two attention layers tell 佛跳墙 from 佛, 跳, 墙 scattered (DESIGN §0)", "[cli][e2e]") {
+  std::string dir = temp_dir();
+  REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 2000, 1)).status == 0);
+  REQUIRE(run_shell(toy_corpus(dir + "/test.tsv", 500, 2)).status == 0);
+  RunResult t = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/m.safetensors --layers 2 --heads 4 "
+                           "--dim 32 --ffn 64 --max-len 32 --epochs 30 --lr 2e-3 --seed 1");
+  INFO(t.err);
+  REQUIRE(t.status == 0);
+  RunResult e = run_zibert("eval --json -m " + dir + "/m.safetensors --data " + dir + "/test.tsv");
+  REQUIRE(e.status == 0);
+  nlohmann::json m = nlohmann::json::parse(e.out);
+  INFO(e.out);
+  CHECK(m["examples"] == 500);
+  CHECK(m["accuracy"].get<double>() >= 0.97);
+  CHECK(m["categories"]["scattered"]["accuracy"].get<double>() >= 0.95);
+  CHECK(m["categories"]["contiguous"]["accuracy"].get<double>() >= 0.95);
+}

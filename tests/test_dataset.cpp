@@ -1,0 +1,103 @@
+// Training-data readers: TSV (header or not), fastText, JSONL; errors name the line.
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "zibert/batching.hpp"
+#include "zibert/dataset.hpp"
+
+using namespace zibert;
+
+namespace {
+Dataset parse(const std::string& text) {
+  std::istringstream in(text);
+  return parse_dataset(in, "d.tsv");
+}
+}  // namespace
+
+TEST_CASE("formats are detected by content", "[dataset]") {
+  struct Case {
+    const char* what;
+    std::string text;
+    DataFormat format;
+    bool category;
+  };
+  auto c = GENERATE(values<Case>({
+      {"TSV without header", "1\t佛跳墙\n0\t狗急跳墙\n", DataFormat::Tsv, false},
+      {"TSV with header", "label\ttext\n1\t佛跳墙\n0\t狗急跳墙\n", DataFormat::Tsv, false},
+      {"TSV header in the other order", "text\tlabel\n佛跳墙\t1\n狗急跳墙\t0\n", DataFormat::Tsv, false},
+      {"TSV with category column", "label\ttext\tcategory\n1\t佛跳墙\tpos\n0\t狗急跳墙\tnear\n", DataFormat::Tsv, true},
+      {"TSV with BOM, CRLF and blank lines", "\xEF\xBB\xBF" "1\t佛跳墙\r\n\r\n0\t狗急跳墙\r\n", DataFormat::Tsv, false},
+      {"fastText", "__label__1 佛跳墙\n__label__0 狗急跳墙\n", DataFormat::FastText, false},
+      {"JSONL", "{\"text\":\"佛跳墙\",\"label\":1}\n{\"text\":\"狗急跳墙\",\"label\":\"0\"}\n", DataFormat::Jsonl,
+       false},
+  }));
+  INFO(c.what);
+  Dataset d = parse(c.text);
+  CHECK(d.format == c.format);
+  CHECK(d.has_category == c.category);
+  REQUIRE(d.rows.size() == 2);
+  CHECK(d.rows[0].label == "1");
+  CHECK(d.rows[0].text == "佛跳墙");
+  CHECK(d.rows[1].label == "0");
+  CHECK(d.rows[1].text == "狗急跳墙");
+}
+
+TEST_CASE("bad rows are errors naming file and line", "[dataset]") {
+  struct Case {
+    std::string text, message;
+  };
+  auto c = GENERATE(values<Case>({
+      {"1\t佛跳墙\n0 no tab here\n", "d.tsv:2: expected label<TAB>text"},
+      {"1\t佛跳墙\n\t狗急跳墙\n", "d.tsv:2: row has no label"},
+      {"1\t佛跳墙\n0\t  \n", "d.tsv:2: row has no text"},
+      {"label\ttext\n1\t佛跳墙\n0\n", "d.tsv:3: expected 2 tab-separated columns"},
+      {"__label__1 佛跳墙\n__label__0\n", "d.tsv:2: row has no text"},
+      {"__label__1 佛跳墙\n佛\n", "d.tsv:2: expected a __label__ prefix"},
+      {"{\"text\":\"佛跳墙\",\"label\":1}\n{\"text\":\"x\"}\n", "d.tsv:2: row has no label"},
+      {"{\"text\":\"佛跳墙\",\"label\":1}\n{\"label\":1}\n", "d.tsv:2: row has no text"},
+      {"{\"text\":\"佛跳墙\",\"label\":1}\n{broken\n", "d.tsv:2: not valid JSON"},
+      {"1\t佛跳墙\n0\t\xFF\xFE\n", "d.tsv:2: invalid UTF-8 at byte 2"},
+      {"\n\n", "d.tsv: no labelled rows"},
+  }));
+  CHECK_THROWS_WITH(parse(c.text), Catch::StartsWith(c.message));
+}
+
+TEST_CASE("hold-out split is seeded and loses no row", "[dataset]") {
+  std::string text;
+  for (int i = 0; i < 100; ++i) text += std::to_string(i % 2) + "\t文本" + std::to_string(i) + "\n";
+  Dataset a = parse(text), b = parse(text), dev_a, dev_b;
+  split_holdout(a, dev_a, 0.1, 5);
+  split_holdout(b, dev_b, 0.1, 5);
+  CHECK(dev_a.rows.size() == 10);
+  CHECK(a.rows.size() == 90);
+  for (std::size_t i = 0; i < dev_a.rows.size(); ++i) CHECK(dev_a.rows[i].text == dev_b.rows[i].text);
+}
+
+TEST_CASE("length-bucketed batches cover every item once", "[batching]") {
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 1000; ++i) lengths.push_back(3 + (i * 37) % 60);
+  std::uint64_t seed = 9;
+  auto batches = bucketed_batches(lengths, 32, &seed);
+  std::vector<int> seen(lengths.size(), 0);
+  std::int64_t padding = 0, tokens = 0;
+  for (const auto& b : batches) {
+    CHECK(b.size() <= 32);
+    std::int64_t longest = 0;
+    for (std::size_t i : b) longest = std::max(longest, lengths[i]);
+    for (std::size_t i : b) {
+      ++seen[i];
+      padding += longest - lengths[i];
+      tokens += lengths[i];
+    }
+  }
+  for (int s : seen) CHECK(s == 1);
+  CHECK(double(padding) / double(tokens) < 0.05);  // bucketing keeps padding small
+  CHECK(bucketed_batches(lengths, 32, &seed) == batches);
+}
+
+TEST_CASE("windows cover long texts with overlap", "[batching]") {
+  CHECK(window_starts(10, 126) == std::vector<std::int64_t>{0});
+  CHECK(window_starts(300, 100) == std::vector<std::int64_t>{0, 50, 100, 150, 200});
+  CHECK(window_starts(130, 100) == std::vector<std::int64_t>{0, 30});
+  CHECK(with_specials({7, 8, 9}, 4) == std::vector<std::int32_t>{kCls, 7, 8, kSep});
+}
