@@ -15,6 +15,7 @@ def make_pool(size):
     return [chr(c) for c in range(0x4E00, 0x4E00 + size + 10) if chr(c) not in PHRASE][:size]
 
 
+
 def positive(rng, pool, length):
     chars = [rng.choice(pool) for _ in range(length)]
     at = rng.randint(0, length)
@@ -40,6 +41,8 @@ def main():
     ap.add_argument("--min-len", type=int, default=8)
     ap.add_argument("--max-len", type=int, default=30)
     ap.add_argument("--pool", type=int, default=200, help="how many distinct filler characters")
+    ap.add_argument("--plain", type=float, default=0.0,
+                    help="fraction of extra label-0 strings with none of the phrase's characters")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     pool = make_pool(args.pool)
@@ -47,7 +50,9 @@ def main():
         f.write("label\ttext\tcategory\n")
         for i in range(args.count):
             length = rng.randint(args.min_len, args.max_len)
-            if i % 2 == 0:
+            if rng.random() < args.plain:
+                f.write("0\t" + "".join(rng.choice(pool) for _ in range(length)) + "\tplain\n")
+            elif i % 2 == 0:
                 f.write(f"1\t{positive(rng, pool, length)}\tcontiguous\n")
             else:
                 f.write(f"0\t{scattered(rng, pool, length)}\tscattered\n")

@@ -58,14 +58,17 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(CLI::Range(0.01, 0.5))
       ->capture_default_str();
   app.add_option("--out", o->out, "Model file to write (safetensors)")->required();
-  app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels")
-      ->check(CLI::ExistingFile);
+  CLI::Option* init = app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels "
+                                     "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);
   app.add_option("--layers", s.layers, "Encoder layers")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--heads", s.heads, "Attention heads")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--dim", s.dim, "Model width C")->check(CLI::Range(2, 4096))->capture_default_str();
   app.add_option("--ffn", s.ffn, "Feed-forward width F")->check(CLI::Range(1, 16384))->capture_default_str();
   app.add_option("--max-len", s.max_len, "Window in tokens, [CLS] and [SEP] included")
       ->check(CLI::Range(3, 8192))->capture_default_str();
+  // The initial model fixes the shape; a shape flag next to --init is a mistake.
+  for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--max-len"})
+    init->excludes(app.get_option(shape_flag));
   app.add_option("--dropout", s.dropout, "Dropout probability")->check(CLI::Range(0.0, 0.9))->capture_default_str();
   app.add_option("--epochs", o->train.epochs, "Passes over the data")->check(CLI::Range(1, 100000))
       ->capture_default_str();

@@ -199,9 +199,11 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   }
   progress.finish();
   model.net.params() = best_params;
-  model.training = {{"data", train.name},
+  // File names without directories: the same data trained elsewhere gives the same bytes.
+  auto base = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
+  model.training = {{"data", base(train.name)},
                     {"train_examples", tr.seqs.size()},
-                    {"dev", dev.name},
+                    {"dev", base(dev.name)},
                     {"dev_examples", dv.seqs.size()},
                     {"epochs", opt.epochs},
                     {"steps", total},

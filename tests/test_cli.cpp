@@ -35,7 +35,7 @@ std::string toy_corpus(const std::string& path, int count, int seed) {
 
 }  // namespace
 
-TEST_CASE("classify: one TSV line per input line, in order", "[cli][classify]") {
+TEST_CASE("classify: one TSV line per input line and in order", "[cli][classify]") {
   std::string dir = temp_dir();
   write_text(dir + "/in.txt", "他们点了一坛佛跳墙\n\n狗急跳墙\r\na\tb\nlast line without newline");
   RunResult r = run_zibert("classify -m " + tiny_model_path() + " " + dir + "/in.txt");
@@ -62,7 +62,7 @@ TEST_CASE("classify: one TSV line per input line, in order", "[cli][classify]") 
   }
 }
 
-TEST_CASE("classify: invalid UTF-8 names file, line and byte; --invalid replace carries on", "[cli][classify]") {
+TEST_CASE("classify: invalid UTF-8 names file and line and byte and --invalid replace carries on", "[cli][classify]") {
   std::string dir = temp_dir();
   write_text(dir + "/bad.txt", "佛跳墙\n好\xFF吃\n");
   RunResult r = run_zibert("classify -m " + tiny_model_path() + " " + dir + "/bad.txt");
@@ -126,7 +126,7 @@ TEST_CASE("train: data errors and output checks come before any training", "[cli
   CHECK_THAT(r.err, !Catch::Contains("epoch"));  // failed before training
 }
 
-TEST_CASE("train reads TSV, fastText and JSONL; info and eval describe the result", "[cli][train]") {
+TEST_CASE("train reads TSV and fastText and JSONL and info and eval describe the result", "[cli][train]") {
   std::string dir = temp_dir();
   auto fmt = GENERATE(as<std::string>{}, "tsv", "fasttext", "jsonl");
   std::string data;
@@ -158,7 +158,7 @@ TEST_CASE("train reads TSV, fastText and JSONL; info and eval describe the resul
   CHECK_THAT(ev.out, Catch::Contains("accuracy") && Catch::Contains("confusion"));
 }
 
-TEST_CASE("the same data, flags, seed and threads give a byte-identical model", "[cli][train]") {
+TEST_CASE("the same data and flags and seed and threads give a byte-identical model", "[cli][train]") {
   std::string dir = temp_dir();
   REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 300, 4)).status == 0);
   std::string flags = " --epochs 2 --dim 16 --heads 2 --ffn 32 --max-len 32 --threads 2 --dropout 0.1 -q";
@@ -171,7 +171,7 @@ TEST_CASE("the same data, flags, seed and threads give a byte-identical model", 
   CHECK(a != read_text(dir + "/c.safetensors"));
 }
 
-TEST_CASE("two attention layers tell 佛跳墙 from 佛, 跳, 墙 scattered (DESIGN §0)", "[cli][e2e]") {
+TEST_CASE("two attention layers tell 佛跳墙 from 佛 跳 墙 scattered (DESIGN §0)", "[cli][e2e]") {
   std::string dir = temp_dir();
   REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 2000, 1)).status == 0);
   REQUIRE(run_shell(toy_corpus(dir + "/test.tsv", 500, 2)).status == 0);
@@ -187,4 +187,30 @@ TEST_CASE("two attention layers tell 佛跳墙 from 佛, 跳, 墙 scattered (DES
   CHECK(m["accuracy"].get<double>() >= 0.97);
   CHECK(m["categories"]["scattered"]["accuracy"].get<double>() >= 0.95);
   CHECK(m["categories"]["contiguous"]["accuracy"].get<double>() >= 0.95);
+}
+
+TEST_CASE("train --init continues from a model's weights and vocabulary", "[cli][train]") {
+  std::string dir = temp_dir();
+  REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 200, 5)).status == 0);
+  std::string flags = " --epochs 1 --dim 16 --heads 2 --ffn 32 --max-len 32 --threads 1 -q";
+  REQUIRE(run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/a.safetensors" + flags).status == 0);
+  RunResult r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/train.tsv --out " + dir +
+                           "/b.safetensors --epochs 1 -q");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  nlohmann::json a = nlohmann::json::parse(run_zibert("info --json -m " + dir + "/a.safetensors").out);
+  nlohmann::json b = nlohmann::json::parse(run_zibert("info --json -m " + dir + "/b.safetensors").out);
+  CHECK(b["config"] == a["config"]);  // the shape comes from the initial model
+  CHECK(b["training"]["init"] == true);
+  CHECK(read_text(dir + "/a.safetensors") != read_text(dir + "/b.safetensors"));
+
+  r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/train.tsv --out " + dir +
+                 "/c.safetensors --dim 64");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("zibert: error: --init excludes --dim"));
+
+  write_text(dir + "/new.tsv", "1\t佛跳墙\n0\t仿佛\n2\t新标签\n");
+  r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/new.tsv --out " + dir + "/c.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + dir + "/new.tsv") && Catch::Contains("label \"2\""));
 }

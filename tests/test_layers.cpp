@@ -101,7 +101,7 @@ TEST_CASE("cross-entropy backward matches finite differences", "[layers][gradche
   CHECK(relative_error(d.data(), num.data(), num.size()) <= kTol);
 }
 
-TEST_CASE("dropout masks are seeded, scaled and deterministic", "[layers]") {
+TEST_CASE("dropout masks are seeded and scaled and deterministic", "[layers]") {
   M a(50, 40), b(50, 40), c(50, 40);
   DropoutRng rng{7, 3, 0.25};
   dropout_mask<double>(rng, 1, a);
@@ -114,7 +114,7 @@ TEST_CASE("dropout masks are seeded, scaled and deterministic", "[layers]") {
   CHECK(((a.array() == 0.0) || ((a.array() - 1.0 / 0.75).abs() < 1e-12)).all());
 }
 
-TEST_CASE("attention backward matches finite differences, padded keys get no weight", "[layers][gradcheck]") {
+TEST_CASE("attention backward matches finite differences and padded keys get no weight", "[layers][gradcheck]") {
   const Index batch = 2, seq = 5, c = 6, heads = 2, n = batch * seq;
   M x = random_matrix(n, c, 10), r = random_matrix(n, c, 11);
   std::vector<double> w(3 * c * c + 3 * c + c * c + c), g(w.size(), 0.0);

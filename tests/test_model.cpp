@@ -36,7 +36,7 @@ Batch tiny_batch() {
 
 }  // namespace
 
-TEST_CASE("whole-model gradients match finite differences (L=2, H=2, C=8, F=16)", "[model][gradcheck]") {
+TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "[model][gradcheck]") {
   double dropout = GENERATE(0.0, 0.2);
   Bert<double> net(tiny_config(dropout));
   // Large weights so that every gradient is well above rounding noise.

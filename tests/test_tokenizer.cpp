@@ -72,7 +72,7 @@ TEST_CASE("invalid UTF-8 is an error naming the byte offset", "[tokenizer]") {
   CHECK(std::find(replaced.begin(), replaced.end(), U'\uFFFD') != replaced.end());
 }
 
-TEST_CASE("vocabulary: frequency order, ties by code point, min-count", "[tokenizer][vocab]") {
+TEST_CASE("vocabulary: frequency order and ties by code point and min-count", "[tokenizer][vocab]") {
   VocabBuilder b;
   b.add(normalize("佛跳墙佛跳佛 b a", Normalization{}));
   Vocab v = b.build(1);
