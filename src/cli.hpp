@@ -18,6 +18,11 @@ Classifier load_classifier(const std::string& flag);
 // Applies --threads (0 = all cores) to OpenMP and Eigen; returns the count used.
 int apply_threads(int threads);
 
+// Options several commands share, declared once.
+void add_model_option(CLI::App& app, std::string& model);
+void add_threads_option(CLI::App& app, int& threads);
+void add_threshold_option(CLI::App& app, double& threshold);
+
 using Runner = std::function<int()>;
 Runner setup_train(CLI::App& app);
 Runner setup_classify(CLI::App& app);

@@ -138,14 +138,13 @@ Runner setup_classify(CLI::App& app) {
       "overlapping windows; a binary model takes the highest P(positive).\n\n"
       "Examples:\n  zibert classify notes.txt\n  cat *.txt | zibert classify --format jsonl -");
   app.add_option("inputs", o->inputs, "Files to read; - or none for stdin");
-  app.add_option("-m,--model", o->model, "Model file (default: $ZIBERT_MODEL, then the installed model)");
+  add_model_option(app, o->model);
   app.add_option("--format", o->format, "Output format")->check(CLI::IsMember({"tsv", "jsonl"}))->capture_default_str();
   app.add_flag("--no-text", o->no_text, "Leave the text out of the output");
-  app.add_option("--threshold", o->threshold, "P(positive) needed for the positive label (binary models)")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  add_threshold_option(app, o->threshold);
   app.add_option("--invalid", o->invalid, "Invalid UTF-8: error, or replace bad bytes with U+FFFD")
       ->check(CLI::IsMember({"error", "replace"}))->capture_default_str();
-  app.add_option("--threads", o->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
+  add_threads_option(app, o->threads);
   return [o] { return run_classify(*o); };
 }
 

@@ -46,4 +46,18 @@ int apply_threads(int threads) {
   return threads;
 }
 
+void add_model_option(CLI::App& app, std::string& model) {
+  app.add_option("-m,--model", model, "Model file (default: $ZIBERT_MODEL, then the installed model)");
+}
+
+void add_threads_option(CLI::App& app, int& threads) {
+  app.add_option("--threads", threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
+}
+
+void add_threshold_option(CLI::App& app, double& threshold) {
+  app.add_option("--threshold", threshold, "P(positive) needed for the positive label (binary models)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+}
+
 }  // namespace zibert::cli

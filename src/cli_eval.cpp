@@ -57,12 +57,11 @@ Runner setup_eval(CLI::App& app) {
       "Score a model on labelled data (same formats as train): accuracy, macro-F1,\n"
       "per-label precision/recall/F1, confusion matrix, per-category accuracy.\n\n"
       "Example:\n  zibert eval -m my.safetensors --data test.tsv --json");
-  app.add_option("-m,--model", o->model, "Model file (default: $ZIBERT_MODEL, then the installed model)");
+  add_model_option(app, o->model);
   app.add_option("--data", o->data, "Labelled data file")->required();
-  app.add_option("--threshold", o->threshold, "P(positive) needed for the positive label (binary models)")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  add_threshold_option(app, o->threshold);
   app.add_flag("--json", o->json, "JSON output");
-  app.add_option("--threads", o->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
+  add_threads_option(app, o->threads);
   return [o] { return run_eval(*o); };
 }
 

@@ -60,7 +60,7 @@ Runner setup_info(CLI::App& app) {
   auto o = std::make_shared<InfoCli>();
   app.description("Describe a model file: shape, parameters, vocabulary, labels, training and dev metrics.\n\n"
                   "Example:\n  zibert info -m my.safetensors");
-  app.add_option("-m,--model", o->model, "Model file (default: $ZIBERT_MODEL, then the installed model)");
+  add_model_option(app, o->model);
   app.add_flag("--json", o->json, "JSON output");
   return [o] { return run_info(*o); };
 }

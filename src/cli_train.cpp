@@ -86,8 +86,7 @@ Runner setup_train(CLI::App& app) {
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_flag("--lowercase", o->train.lowercase, "Case-fold text (stored in the model)");
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
-  app.add_option("--threads", o->threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))
-      ->capture_default_str();
+  add_threads_option(app, o->threads);
   app.add_flag("-q,--quiet", o->quiet, "No progress output");
   return [o] { return run_train(*o); };
 }

@@ -41,18 +41,22 @@ std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Norm
   return out;
 }
 
+Batch batch_of(const Encoded& data, const std::vector<std::size_t>& members) {
+  std::vector<const std::vector<std::int32_t>*> seqs;
+  std::vector<std::int32_t> labels;
+  for (std::size_t i : members) {
+    seqs.push_back(&data.seqs[i]);
+    labels.push_back(data.labels[i]);
+  }
+  return pack_batch(seqs, labels);
+}
+
 DevScore evaluate(const Classifier& model, const Encoded& dev, std::int64_t batch_size, ModelCache<float>& cache) {
   DevScore score;
   std::vector<std::int32_t> predicted(dev.labels.size());
   double loss_sum = 0;
   for (const auto& members : bucketed_batches(dev.lengths, static_cast<std::size_t>(batch_size), nullptr)) {
-    std::vector<const std::vector<std::int32_t>*> seqs;
-    std::vector<std::int32_t> labels;
-    for (std::size_t i : members) {
-      seqs.push_back(&dev.seqs[i]);
-      labels.push_back(dev.labels[i]);
-    }
-    Batch batch = pack_batch(seqs, labels);
+    Batch batch = batch_of(dev, members);
     loss_sum += double(model.net.forward(batch, cache, nullptr)) * double(members.size());
     CMatMap<float> probs(cache.probs.data.data(), batch.size, model.config.labels);
     for (std::size_t r = 0; r < members.size(); ++r) {
@@ -160,13 +164,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
     std::uint64_t epoch_seed = opt.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
     double epoch_loss = 0;
     for (const auto& members : bucketed_batches(tr.lengths, static_cast<std::size_t>(opt.batch), &epoch_seed)) {
-      std::vector<const std::vector<std::int32_t>*> seqs;
-      std::vector<std::int32_t> batch_labels;
-      for (std::size_t i : members) {
-        seqs.push_back(&tr.seqs[i]);
-        batch_labels.push_back(tr.labels[i]);
-      }
-      Batch batch = pack_batch(seqs, batch_labels);
+      Batch batch = batch_of(tr, members);
       DropoutRng rng{opt.seed, static_cast<std::uint64_t>(step), config.dropout};
       model.net.zero_grad();
       float loss = model.net.forward(batch, cache, &rng);
