@@ -28,5 +28,6 @@ Runner setup_train(CLI::App& app);
 Runner setup_classify(CLI::App& app);
 Runner setup_eval(CLI::App& app);
 Runner setup_info(CLI::App& app);
+Runner setup_synth(CLI::App& app);
 
 }  // namespace zibert::cli

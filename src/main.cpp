@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add("classify", "Classify each line of files or stdin", setup_classify);
   add("eval", "Score a model on labelled data", setup_eval);
   add("info", "Describe a model file", setup_info);
+  add("synth", "Build a labelled corpus for a phrase from plain sentences", setup_synth);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

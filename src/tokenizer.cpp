@@ -46,6 +46,20 @@ std::string validated_utf8(std::string_view text, bool replace) {
 
 }  // namespace
 
+std::vector<char32_t> utf8_decode(std::string_view text) {
+  std::string valid = validated_utf8(text, false);
+  std::vector<char32_t> out;
+  out.reserve(valid.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(valid.data());
+  const utf8proc_ssize_t n = static_cast<utf8proc_ssize_t>(valid.size());
+  for (utf8proc_ssize_t i = 0; i < n;) {
+    utf8proc_int32_t cp = 0;
+    i += utf8proc_iterate(p + i, n - i, &cp);
+    out.push_back(static_cast<char32_t>(cp));
+  }
+  return out;
+}
+
 std::int64_t invalid_utf8_offset(std::string_view text) {
   try {
     validated_utf8(text, false);

@@ -48,6 +48,9 @@ class Tokenizer {
 }  // namespace zibert
 
 namespace zibert {
+// Code points of UTF-8 text as it is (no normalisation); throws Utf8Error.
+std::vector<char32_t> utf8_decode(std::string_view text);
+
 // Byte offset of the first invalid UTF-8 sequence, or -1 when the text is valid.
 std::int64_t invalid_utf8_offset(std::string_view text);
 }  // namespace zibert

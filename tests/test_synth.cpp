@@ -1,0 +1,124 @@
+// zibert synth: positives, hard negatives, splits without leaks, determinism.
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "helpers.hpp"
+#include "zibert/synth.hpp"
+#include "zibert/tokenizer.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+
+namespace {
+
+SynthOptions options() {
+  SynthOptions o;
+  o.phrase = "佛跳墙";
+  o.variants = {"佛跳牆", "佛跳墻"};
+  o.near_misses = {"狗急跳墙", "仿佛", "哈佛", "佛跳过墙"};
+  o.dish_forms = {"一锅{}", "{}年菜"};
+  o.seed = 3;
+  o.copies = 3;
+  return o;
+}
+
+// Base sentences built to provoke accidents: many end in 佛 or start with 墙,
+// so inserting 跳墙 or 佛跳 next to them would form the phrase.
+std::vector<BaseSentence> base_sentences() {
+  std::vector<BaseSentence> base;
+  const char* seeds[] = {"他们在寺里念佛", "墙上挂着一幅画", "今天的天气很好", "这本书讲的是历史", "佛", "墙",
+                         "我们明天去公园散步", "老师说话很慢", "跳舞的人很多", "一坛好酒"};
+  for (int i = 0; i < 400; ++i)
+    base.push_back({std::string(seeds[i % 10]) + std::to_string(i), i % 2 ? "traditional" : "simplified"});
+  base.push_back({"他们点了一坛佛跳墙", "simplified"});  // already a mention: not usable as a base
+  return base;
+}
+
+const std::vector<std::string> kAll{"佛跳墙", "佛跳牆", "佛跳墻"};
+
+}  // namespace
+
+TEST_CASE("synth labels are right and no negative mentions the phrase", "[synth]") {
+  SynthCorpus c = synthesize(base_sentences(), options());
+  CHECK(c.skipped["already mentions the phrase"] == 1);
+  std::map<std::string, int> kinds;
+  for (const auto* split : {&c.train, &c.dev, &c.test})
+    for (const SynthExample& ex : *split) {
+      INFO(ex.text << " " << ex.category);
+      ++kinds[ex.category.substr(0, ex.category.find('/'))];
+      CHECK(mentions(ex.text, kAll) == (ex.label == "1"));
+      CHECK((ex.category.ends_with("/simplified") || ex.category.ends_with("/traditional")));
+      if (ex.category.starts_with("neg-scattered")) {
+        std::vector<char32_t> t = utf8_decode(ex.text);
+        CHECK(std::count(t.begin(), t.end(), U'跳') >= 1);
+      }
+    }
+  for (const char* k : {"pos-start", "pos-middle", "pos-end", "pos-quoted", "pos-spaced", "pos-dish", "neg-permutation",
+                        "neg-partial", "neg-scattered", "neg-near-miss", "neg-plain"}) {
+    INFO(k);
+    CHECK(kinds[k] > 10);
+  }
+}
+
+TEST_CASE("synth splits base sentences before inserting: no base sentence in two splits", "[synth]") {
+  SynthCorpus c = synthesize(base_sentences(), options());
+  // Every base sentence ends in its unique number; find which split each went to.
+  auto number = [](const std::string& text) {
+    std::string digits;
+    for (char ch : text)
+      if (ch >= '0' && ch <= '9') digits += ch;
+    return digits;
+  };
+  std::map<std::string, std::set<int>> where;
+  int split_id = 0;
+  for (const auto* split : {&c.train, &c.dev, &c.test}) {
+    for (const SynthExample& ex : *split) where[number(ex.text)].insert(split_id);
+    ++split_id;
+  }
+  CHECK(where.size() == 400);
+  for (const auto& [n, splits] : where) CHECK(splits.size() == 1);
+  CHECK(c.dev.size() == 40 * 3);
+  CHECK(c.test.size() == 40 * 3);
+}
+
+TEST_CASE("synth is seeded and deterministic", "[synth]") {
+  SynthCorpus a = synthesize(base_sentences(), options()), b = synthesize(base_sentences(), options());
+  SynthOptions other = options();
+  other.seed = 4;
+  SynthCorpus d = synthesize(base_sentences(), other);
+  REQUIRE(a.train.size() == b.train.size());
+  for (std::size_t i = 0; i < a.train.size(); ++i) CHECK(a.train[i].text == b.train[i].text);
+  bool differs = a.train.size() != d.train.size();
+  for (std::size_t i = 0; !differs && i < a.train.size(); ++i) differs = a.train[i].text != d.train[i].text;
+  CHECK(differs);
+}
+
+TEST_CASE("mentions() sees through spaces and middle dots and quotes", "[synth]") {
+  CHECK(mentions("一锅佛 跳 墙", kAll));
+  CHECK(mentions("佛·跳·牆", kAll));
+  CHECK(mentions("「佛跳墻」", kAll));
+  CHECK_FALSE(mentions("佛跳过墙", kAll));
+  CHECK_FALSE(mentions("狗急跳墙", kAll));
+}
+
+TEST_CASE("zibert synth writes train dev and test TSV with a category column", "[synth][cli]") {
+  std::string dir = temp_dir();
+  std::string corpus;
+  for (int i = 0; i < 50; ++i) corpus += "这是第" + std::to_string(i) + "个句子，内容很普通。\n";
+  write_text(dir + "/base.txt", corpus);
+  RunResult r = run_zibert("synth --phrase 佛跳墙 --variant 佛跳牆 --near-miss 狗急跳墙,仿佛 --corpus " + dir +
+                           "/base.txt --out " + dir + "/gen --seed 2");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.empty());
+  std::string train = read_text(dir + "/gen/train.tsv");
+  CHECK(train.starts_with("label\ttext\tcategory\n"));
+  CHECK(read_text(dir + "/gen/dev.tsv").starts_with("label\ttext\tcategory\n"));
+  CHECK(read_text(dir + "/gen/test.tsv").starts_with("label\ttext\tcategory\n"));
+  RunResult again = run_zibert("synth --phrase 佛跳墙 --variant 佛跳牆 --near-miss 狗急跳墙,仿佛 --corpus " + dir +
+                               "/base.txt --out " + dir + "/gen2 --seed 2");
+  CHECK(read_text(dir + "/gen2/train.tsv") == train);
+  RunResult bad = run_zibert("synth --phrase 佛跳墙 --near-miss 一锅佛跳墙 --corpus " + dir + "/base.txt --out " + dir + "/g3");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("contains the phrase itself"));
+}
