@@ -20,7 +20,8 @@ int run_info(const InfoCli& o) {
   j["file"] = path;
   j["format_version"] = kFormatVersion;
   j["config"] = {{"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},           {"ffn", c.ffn},
-                 {"max_len", c.max_len}, {"vocab_size", c.vocab_size}, {"labels", c.labels}, {"dropout", c.dropout}};
+                 {"max_len", c.max_len}, {"vocab_size", c.vocab_size}, {"labels", c.labels}, {"dropout", c.dropout},
+                 {"tie_qk", c.tie_qk}, {"position_embeddings", c.position}};
   j["parameters"] = params;
   j["labels"] = m.labels;
   j["positive_label"] = m.positive;
@@ -35,6 +36,8 @@ int run_info(const InfoCli& o) {
   std::printf("model       BERT, %lld layers, %lld heads, dim %lld, ffn %lld, max-len %lld\n",
               static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.dim),
               static_cast<long long>(c.ffn), static_cast<long long>(c.max_len));
+  if (c.tie_qk || !c.position)
+    std::printf("ablation    %s%s\n", c.tie_qk ? "shared Q = K " : "", c.position ? "" : "no position embeddings");
   std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
   std::printf("vocab       %lld tokens (5 special), NFKC%s\n", static_cast<long long>(c.vocab_size),
               m.tokenizer.normalization().lowercase ? ", case-folded" : "");

@@ -66,8 +66,10 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--ffn", s.ffn, "Feed-forward width F")->check(CLI::Range(1, 16384))->capture_default_str();
   app.add_option("--max-len", s.max_len, "Window in tokens, [CLS] and [SEP] included")
       ->check(CLI::Range(3, 8192))->capture_default_str();
+  app.add_flag("--tie-qk", s.tie_qk, "Ablation: one projection for queries and keys (DESIGN §0 argues against it)");
+  app.add_flag("--no-position{false}", s.position, "Ablation: no position embeddings");
   // The initial model fixes the shape; a shape flag next to --init is a mistake.
-  for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--max-len"})
+  for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--max-len", "--tie-qk", "--no-position"})
     init->excludes(app.get_option(shape_flag));
   app.add_option("--dropout", s.dropout, "Dropout probability")->check(CLI::Range(0.0, 0.9))->capture_default_str();
   app.add_option("--epochs", o->train.epochs, "Passes over the data")->check(CLI::Range(1, 100000))

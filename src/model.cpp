@@ -34,17 +34,17 @@ std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
   };
   const std::int64_t c = cfg.dim, f = cfg.ffn;
   add("bert.embeddings.word_embeddings.weight", {cfg.vocab_size, c});
-  add("bert.embeddings.position_embeddings.weight", {cfg.max_len, c});
+  if (cfg.position) add("bert.embeddings.position_embeddings.weight", {cfg.max_len, c});
   add("bert.embeddings.LayerNorm.weight", {c});
   add("bert.embeddings.LayerNorm.bias", {c});
   for (std::int64_t l = 0; l < cfg.layers; ++l) {
     const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
     // q, k, v weights then biases back to back: one fused (3C, C) product.
     add(p + "attention.self.query.weight", {c, c});
-    add(p + "attention.self.key.weight", {c, c});
+    if (!cfg.tie_qk) add(p + "attention.self.key.weight", {c, c});
     add(p + "attention.self.value.weight", {c, c});
     add(p + "attention.self.query.bias", {c});
-    add(p + "attention.self.key.bias", {c});
+    if (!cfg.tie_qk) add(p + "attention.self.key.bias", {c});
     add(p + "attention.self.value.bias", {c});
     add(p + "attention.output.dense.weight", {c, c});
     add(p + "attention.output.dense.bias", {c});
@@ -107,20 +107,23 @@ template <class T>
 void Bert<T>::bind() {
   const Index c = config_.dim;
   word_emb_ = param("bert.embeddings.word_embeddings.weight");
-  pos_emb_ = param("bert.embeddings.position_embeddings.weight");
+  if (config_.position) pos_emb_ = param("bert.embeddings.position_embeddings.weight");
   emb_ln_ = {param("bert.embeddings.LayerNorm.weight"), param("bert.embeddings.LayerNorm.bias"),
              T(config_.layer_norm_eps)};
   layers_.assign(config_.layers, {});
   for (std::int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
     EncoderLayer<T>& layer = layers_[l];
+    // query, key and value (or query and value when tied) are contiguous
+    const Index projections = config_.tie_qk ? 2 : 3;
     Param<T> qkv_w = param(p + "attention.self.query.weight");
-    qkv_w.rows = 3 * c;  // query, key, value weights are contiguous
+    qkv_w.rows = projections * c;
     Param<T> qkv_b = param(p + "attention.self.query.bias");
-    qkv_b.rows = 3 * c;
+    qkv_b.rows = projections * c;
     layer.attention.qkv = {qkv_w, qkv_b};
     layer.attention.output = {param(p + "attention.output.dense.weight"), param(p + "attention.output.dense.bias")};
     layer.attention.heads = config_.heads;
+    layer.attention.tied = config_.tie_qk;
     layer.ln1 = {param(p + "attention.output.LayerNorm.weight"), param(p + "attention.output.LayerNorm.bias"),
                  T(config_.layer_norm_eps)};
     layer.up = {param(p + "intermediate.dense.weight"), param(p + "intermediate.dense.bias")};
@@ -170,11 +173,12 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
 
   MatMap<T> hidden = cache.hidden.view((n_layers + 1) * n, c);  // ((L+1)*N, C)
   MatMap<T> emb = cache.emb_sum.view(n, c);                    // (N, C)
-  MatMap<T> word = word_emb_.w(), pos = pos_emb_.w();
+  MatMap<T> word = word_emb_.w();
   for (Index i = 0; i < n; ++i) {
     std::int32_t id = batch.ids[i];
     if (id < 0 || id >= config_.vocab_size) throw Error("token id out of range");
-    emb.row(i) = word.row(id) + pos.row(i % seq);
+    emb.row(i) = word.row(id);
+    if (config_.position) emb.row(i) += pos_emb_.w().row(i % seq);
   }
   auto h0 = hidden.middleRows(0, n);
   emb_ln_.forward(emb, h0, cache.emb_xhat.view(n, c), cache.emb_rstd.view(n, 1));
@@ -306,11 +310,11 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   MatMap<T> demb = cache.grad_a.view(n, c);
   emb_ln_.backward(dh0, MatMap<T>(cache.emb_xhat.data.data(), n, c), MatMap<T>(cache.emb_rstd.data.data(), n, 1),
                    demb);
-  MatMap<T> dword = word_emb_.g(), dpos = pos_emb_.g();
+  MatMap<T> dword = word_emb_.g();
   for (Index i = 0; i < n; ++i) {
     if (batch.ids[i] == kPadId) continue;  // [PAD] rows carry no gradient
     dword.row(batch.ids[i]) += demb.row(i);
-    dpos.row(i % seq) += demb.row(i);
+    if (config_.position) pos_emb_.g().row(i % seq) += demb.row(i);
   }
 }
 

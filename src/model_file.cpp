@@ -18,7 +18,8 @@ namespace {
 nlohmann::json config_json(const ModelConfig& c) {
   return {{"vocab_size", c.vocab_size}, {"max_len", c.max_len}, {"dim", c.dim},
           {"heads", c.heads},           {"ffn", c.ffn},         {"layers", c.layers},
-          {"labels", c.labels},         {"dropout", c.dropout}, {"layer_norm_eps", c.layer_norm_eps}};
+          {"labels", c.labels},         {"dropout", c.dropout}, {"layer_norm_eps", c.layer_norm_eps},
+          {"tie_qk", c.tie_qk},         {"position_embeddings", c.position}};
 }
 
 ModelConfig config_from_json(const nlohmann::json& j) {
@@ -32,6 +33,8 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.labels = j.at("labels").get<std::int64_t>();
   c.dropout = j.at("dropout").get<double>();
   c.layer_norm_eps = j.at("layer_norm_eps").get<double>();
+  c.tie_qk = j.value("tie_qk", false);
+  c.position = j.value("position_embeddings", true);
   return c;
 }
 

@@ -85,7 +85,7 @@ TEST_CASE("usage and file errors exit 2 with one error line", "[cli]") {
       {"classify -m /nonexistent/m.safetensors", "zibert: error: /nonexistent/m.safetensors: No such file"},
       {"classify --bogus", "zibert: error: The following argument was not expected: --bogus"},
       {"classify --threshold 2 -m " + tiny_model_path(), "zibert: error: --threshold: Value 2 not in range"},
-      {"frobnicate", "zibert: error: unknown command 'frobnicate' (commands: train, classify, eval, info)"},
+      {"frobnicate", "zibert: error: unknown command 'frobnicate' (commands: train, classify, eval, info, synth)"},
       {"train --data /nonexistent.tsv --out x.safetensors", "zibert: error: --data: File does not exist"},
   }));
   INFO(c.args);
@@ -213,4 +213,18 @@ TEST_CASE("train --init continues from a model's weights and vocabulary", "[cli]
   r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/new.tsv --out " + dir + "/c.safetensors");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + dir + "/new.tsv") && Catch::Contains("label \"2\""));
+}
+
+TEST_CASE("the shipped 佛跳墙 model is the default and right on data/demo.tsv", "[cli][shipped]") {
+  // No -m: the default model is found in the source tree's models/.
+  RunResult e = run_shell("cd / && env -u ZIBERT_MODEL " ZIBERT_BIN " eval --json --data " ZIBERT_SOURCE_DIR
+                          "/data/demo.tsv");
+  INFO(e.err);
+  REQUIRE(e.status == 0);
+  nlohmann::json m = nlohmann::json::parse(e.out);
+  CHECK(m["examples"] == 40);
+  CHECK(m["accuracy"].get<double>() == 1.0);
+  RunResult c = run_shell("printf '他们点了一坛佛跳墙\\n狗急跳墙\\n' | env -u ZIBERT_MODEL " ZIBERT_BIN " classify --no-text");
+  CHECK(c.status == 0);
+  CHECK_THAT(c.out, Catch::Matches("1\t[01]\\.[0-9]{4}\n0\t[01]\\.[0-9]{4}\n"));
 }

@@ -38,7 +38,11 @@ Batch tiny_batch() {
 
 TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "[model][gradcheck]") {
   double dropout = GENERATE(0.0, 0.2);
-  Bert<double> net(tiny_config(dropout));
+  int variant = GENERATE(0, 1, 2);  // BERT, shared Q = K, no position embeddings
+  ModelConfig cfg = tiny_config(dropout);
+  cfg.tie_qk = variant == 1;
+  cfg.position = variant != 2;
+  Bert<double> net(cfg);
   // Large weights so that every gradient is well above rounding noise.
   fill_uniform(net.params().data(), net.params().size(), 21, -0.5, 0.5);
   Batch batch = tiny_batch();
@@ -50,7 +54,7 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   net.backward(batch, cache);
   std::vector<double> analytic = net.grads();
   for (const TensorInfo& t : net.layout()) {
-    INFO(t.name << " (dropout " << dropout << ")");
+    INFO(t.name << " (dropout " << dropout << ", variant " << variant << ")");
     auto num = numeric_gradient(net.params().data() + t.offset, t.size, loss);
     if (t.name == "bert.embeddings.word_embeddings.weight") {
       // Rows of tokens absent from the batch, and [PAD], have zero gradient.

@@ -9,10 +9,10 @@ namespace zibert {
 
 template <class T>
 struct AttentionCache {
-  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each
+  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each ((B*T, 2C) q | v when tied)
   Buffer<T> probs;  // (B*H*T, T): softmax weights, row (b*H+h)*T+i is query i of head h
   Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side
-  Buffer<T> dqkv;   // (B*T, 3C) backward scratch
+  Buffer<T> dqkv;   // (B*T, 3C or 2C) backward scratch
   Buffer<T> dctx;   // (B*T, C) backward scratch
   Buffer<T> dprobs; // (threads*T, T) backward scratch, one (T,T) block per thread
   Buffer<T> key_bias_grad;  // (1, C) saved across the qkv backward
@@ -20,9 +20,11 @@ struct AttentionCache {
 
 template <class T>
 struct SelfAttention {
-  Linear<T> qkv;     // weight (3C, C): query, key and value projections stacked
+  Linear<T> qkv;     // weight (3C, C): query, key and value projections stacked;
+                     // (2C, C) query and value when tied (keys are the queries)
   Linear<T> output;  // weight (C, C)
   Index heads = 1;
+  bool tied = false;
 
   // x (B*T, C) → y (B*T, C). key_valid (B*T): 0 marks a [PAD] key that gets
   // zero weight. Fills cache.qkv, cache.probs, cache.ctx.

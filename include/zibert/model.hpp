@@ -22,6 +22,9 @@ struct ModelConfig {
   std::int64_t labels = 2;     // K
   double dropout = 0.1;
   double layer_norm_eps = 1e-12;
+  // Ablations for the experiments of DESIGN §0; the defaults are BERT.
+  bool tie_qk = false;    // one projection for queries and keys (no key.weight/key.bias)
+  bool position = true;   // learned position embeddings
   void validate() const;  // throws Error on an impossible shape
 };
 
