@@ -41,8 +41,6 @@ def main():
     ap.add_argument("--min-len", type=int, default=8)
     ap.add_argument("--max-len", type=int, default=30)
     ap.add_argument("--pool", type=int, default=200, help="how many distinct filler characters")
-    ap.add_argument("--plain", type=float, default=0.0,
-                    help="fraction of extra label-0 strings with none of the phrase's characters")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     pool = make_pool(args.pool)
@@ -50,9 +48,7 @@ def main():
         f.write("label\ttext\tcategory\n")
         for i in range(args.count):
             length = rng.randint(args.min_len, args.max_len)
-            if rng.random() < args.plain:
-                f.write("0\t" + "".join(rng.choice(pool) for _ in range(length)) + "\tplain\n")
-            elif i % 2 == 0:
+            if i % 2 == 0:
                 f.write(f"1\t{positive(rng, pool, length)}\tcontiguous\n")
             else:
                 f.write(f"0\t{scattered(rng, pool, length)}\tscattered\n")
