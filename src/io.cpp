@@ -1,6 +1,7 @@
 #include "zibert/io.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -84,12 +85,57 @@ std::ifstream open_input(const std::string& path) {
   return in;
 }
 
+MappedFile::MappedFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": " + sys_error());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": not a regular file");
+  }
+  size_ = static_cast<std::size_t>(st.st_size);
+  if (size_ > 0) {
+    data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (data_ == MAP_FAILED) {
+      std::string why = sys_error();
+      ::close(fd);
+      throw Error(path + ": cannot map the file: " + why);
+    }
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
+}
+
 std::string read_file(const std::string& path) {
-  std::ifstream in = open_input(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error(path + ": read failed");
-  return ss.str();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": " + sys_error());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(path + ": is a directory");
+  }
+  // One buffer of the file's size, filled by read(): no intermediate copies.
+  std::string out;
+  out.resize(S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0);
+  std::size_t got = 0;
+  while (true) {
+    if (got == out.size()) out.resize(out.size() + 65536);
+    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string why = sys_error();
+      ::close(fd);
+      throw Error(path + ": read failed: " + why);
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  out.resize(got);
+  return out;
 }
 
 }  // namespace zibert

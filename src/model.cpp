@@ -65,11 +65,11 @@ std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
 }
 
 template <class T>
-Bert<T>::Bert(const ModelConfig& config) : config_(config), layout_(parameter_layout(config)) {
+Bert<T>::Bert(const ModelConfig& config, bool trainable) : config_(config), layout_(parameter_layout(config)) {
   config_.validate();
   const TensorInfo& last = layout_.back();
   params_.assign(last.offset + last.size, T(0));
-  grads_.assign(params_.size(), T(0));
+  if (trainable) grads_.assign(params_.size(), T(0));
   bind();
 }
 
@@ -100,7 +100,7 @@ template <class T>
 Param<T> Bert<T>::param(const std::string& name) {
   const TensorInfo& t = tensor(name);
   Index rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
-  return Param<T>{params_.data() + t.offset, grads_.data() + t.offset, rows, cols};
+  return Param<T>{params_.data() + t.offset, grads_.empty() ? nullptr : grads_.data() + t.offset, rows, cols};
 }
 
 template <class T>
@@ -252,6 +252,7 @@ CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
 
 template <class T>
 void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
+  if (grads_.empty()) throw Error("this model was loaded for inference only and cannot be trained");
   const Index b_size = cache.batch, seq = cache.seq, n = b_size * seq, c = config_.dim, f = config_.ffn;
   const Index n_layers = config_.layers;
   const bool drop = cache.dropout_on;

@@ -58,9 +58,12 @@ std::string encode_model(const Classifier& model) {
 
 void save_model(const std::string& path, const Classifier& model) { write_file_atomic(path, encode_model(model)); }
 
-Classifier load_model(const std::string& path) { return decode_model(read_file(path), path); }
+Classifier load_model(const std::string& path) {
+  MappedFile file(path);
+  return decode_model(file.bytes(), path);
+}
 
-Classifier decode_model(const std::string& bytes, const std::string& name) {
+Classifier decode_model(std::string_view bytes, const std::string& name) {
   SafeTensors file = decode_safetensors(bytes, name);
   auto bad = [&](const std::string& what) { return Error(name + ": not a usable zibert model: " + what); };
   auto meta = [&](const std::string& key) -> const std::string& {
@@ -110,8 +113,10 @@ Classifier decode_model(const std::string& bytes, const std::string& name) {
     throw bad(e.what());
   }
 
+  // A loaded model only predicts (training copies it into a fresh network), so
+  // it needs no gradient buffer: less memory to allocate and fault in at start-up.
   Classifier model{config, Tokenizer(std::move(vocab), norm), labels, meta("positive_label"), training,
-                   Bert<float>(config)};
+                   Bert<float>(config, /*trainable=*/false)};
   if (!model.positive.empty() && model.label_id(model.positive) < 0)
     throw bad("positive label \"" + model.positive + "\" is not one of the labels");
   std::size_t used = 0;
@@ -124,10 +129,10 @@ Classifier decode_model(const std::string& bytes, const std::string& name) {
       for (auto d : t.shape) want += (want.empty() ? "" : ",") + std::to_string(d);
       throw bad("tensor " + t.name + " has shape [" + got + "], the config needs [" + want + "]");
     }
-    const std::vector<float>& src = it->second.data;
-    for (float v : src)
-      if (!std::isfinite(v)) throw bad("tensor " + t.name + " holds a NaN or infinite weight");
-    std::copy(src.begin(), src.end(), model.net.params().begin() + static_cast<std::ptrdiff_t>(t.offset));
+    float* dst = model.net.params().data() + t.offset;
+    it->second.copy_to(dst);
+    for (std::size_t i = 0; i < t.size; ++i)
+      if (!std::isfinite(dst[i])) throw bad("tensor " + t.name + " holds a NaN or infinite weight");
     ++used;
   }
   if (used != file.tensors.size()) {

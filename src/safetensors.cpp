@@ -41,7 +41,11 @@ std::string encode_safetensors(const std::map<std::string, std::string>& metadat
   return out;
 }
 
-SafeTensors decode_safetensors(const std::string& bytes, const std::string& name) {
+void SafeTensor::copy_to(float* out) const {
+  if (count) std::memcpy(out, bytes, 4 * count);
+}
+
+SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) {
   auto bad = [&](const std::string& what) { return Error(name + ": not a valid safetensors file: " + what); };
   if (bytes.size() < 8) throw bad("truncated (" + std::to_string(bytes.size()) + " bytes, no header length)");
   std::uint64_t header_len = 0;
@@ -103,8 +107,8 @@ SafeTensors decode_safetensors(const std::string& bytes, const std::string& name
     if (end - begin != 4 * count)
       throw bad(where + " has " + std::to_string(end - begin) + " bytes but its shape needs " +
                 std::to_string(4 * count));
-    t.data.resize(count);
-    if (count) std::memcpy(t.data.data(), data + begin, 4 * count);
+    t.bytes = data + begin;
+    t.count = count;
     spans.push_back({begin, end, key});
     out.tensors.emplace(key, std::move(t));
   }

@@ -66,12 +66,10 @@ Vocab Vocab::from_tokens(const std::vector<std::string>& tokens) {
   for (std::size_t i = kNumSpecial; i < tokens.size(); ++i) {
     std::vector<char32_t> cps;
     try {
-      cps = normalize(tokens[i], Normalization{});
+      cps = utf8_decode(tokens[i]);  // stored entries are already normalised
     } catch (const Error&) {
       throw Error("vocabulary entry " + std::to_string(i) + " is not valid UTF-8");
     }
-    // A stored entry is one code point; the space token normalises to nothing.
-    if (tokens[i] == " ") cps = {U' '};
     if (cps.size() != 1) throw Error("vocabulary entry " + std::to_string(i) + " is not a single character");
     chars.push_back(cps[0]);
   }

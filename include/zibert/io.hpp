@@ -18,6 +18,21 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // directory or one without read permission.
 std::ifstream open_input(const std::string& path);
 
+// A file mapped read-only into memory: the model loader reads it in place,
+// with no buffer to allocate, zero and fill.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);  // throws Error naming the path
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 // The whole file; throws Error naming the path.
 std::string read_file(const std::string& path);
 

@@ -99,7 +99,9 @@ struct EncoderLayer {
 template <class T>
 class Bert {
  public:
-  explicit Bert(const ModelConfig& config);
+  // trainable = false leaves out the gradient buffer (inference only;
+  // backward() then throws).
+  explicit Bert(const ModelConfig& config, bool trainable = true);
   // Copies rebind the views to their own buffers; moves keep the heap buffers,
   // so the views stay valid.
   Bert(const Bert& other);

@@ -32,6 +32,6 @@ void save_model(const std::string& path, const Classifier& model);
 // Validates everything: metadata, config, vocab, every tensor's name and shape,
 // finite weights. Throws Error naming the file.
 Classifier load_model(const std::string& path);
-Classifier decode_model(const std::string& bytes, const std::string& name);
+Classifier decode_model(std::string_view bytes, const std::string& name);
 
 }  // namespace zibert

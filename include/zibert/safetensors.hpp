@@ -4,13 +4,17 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zibert {
 
+// A tensor inside the decoded bytes: no copy is made until copy_to().
 struct SafeTensor {
   std::vector<std::int64_t> shape;
-  std::vector<float> data;  // F32, row-major
+  const char* bytes = nullptr;  // F32, little-endian, row-major; points into the decoded buffer
+  std::size_t count = 0;        // elements
+  void copy_to(float* out) const;
 };
 
 struct SafeTensors {
@@ -28,9 +32,10 @@ struct TensorRef {
 std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
                                const std::vector<TensorRef>& tensors);
 
-// Parses bytes (name is used in error messages). Checks the header length
+// Parses bytes (name is used in error messages); the result points into bytes,
+// which must outlive it. Checks the header length
 // against the file, the JSON, dtypes (F32 only), shapes, and that offsets lie
 // inside the data and do not overlap.
-SafeTensors decode_safetensors(const std::string& bytes, const std::string& name);
+SafeTensors decode_safetensors(std::string_view bytes, const std::string& name);
 
 }  // namespace zibert

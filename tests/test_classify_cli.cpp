@@ -1,0 +1,230 @@
+// zibert classify as a shell tool (issue 4): alignment, formats, grep-like
+// filtering, long texts, bad input, pipes, streaming, installation.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "helpers.hpp"
+#include "zibert/safetensors.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+
+namespace {
+
+const std::string kZ = std::string("env -u ZIBERT_MODEL ") + ZIBERT_BIN;  // the shipped default model
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// 10 filler characters of a plain sentence, no 佛, 跳 or 墙.
+const std::string kFiller = "今天的午饭是番茄炒蛋";
+
+}  // namespace
+
+TEST_CASE("classify keeps one record per input line (checked with paste)", "[classify]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/in.txt", "\xEF\xBB\xBF他们点了一坛佛跳墙\r\n\r\n狗急跳墙\n\n\n佛跳牆年菜\r\n最后一行没有换行");
+  RunResult r = run_shell(kZ + " classify --no-text " + dir + "/in.txt | paste - " + dir + "/in.txt");
+  REQUIRE(r.status == 0);
+  std::vector<std::string> rows = lines_of(r.out);
+  REQUIRE(rows.size() == 7);
+  CHECK(rows[0].starts_with("1\t"));
+  CHECK(rows[2].starts_with("0\t"));
+  CHECK(rows[5].starts_with("1\t"));
+  CHECK(rows[6].ends_with("最后一行没有换行"));
+  for (const auto& row : rows) CHECK_THAT(row.substr(0, 9), Catch::Matches("[01]\t[01]\\.[0-9]{4}\t"));
+}
+
+TEST_CASE("JSONL output parses with Python and keeps quotes backslashes tabs and controls", "[classify]") {
+  std::string dir = temp_dir();
+  std::string text = "他说\"佛跳墙\"\\很好\t吃\x01了";
+  write_text(dir + "/in.txt", text + "\n第二行\n");
+  RunResult r = run_shell(kZ + " classify --format jsonl " + dir +
+                          "/in.txt | python3 -c 'import json,sys; rows=[json.loads(l) for l in sys.stdin]; "
+                          "print(json.dumps([r[\"text\"] for r in rows])); print(rows[0][\"label\"], rows[0][\"line\"], "
+                          "sorted(rows[0][\"probs\"]))'");
+  REQUIRE(r.status == 0);
+  std::vector<std::string> out = lines_of(r.out);
+  REQUIRE(out.size() == 2);
+  CHECK(nlohmann::json::parse(out[0]) == nlohmann::json({text, "第二行"}));
+  CHECK(out[1] == "1 1 ['0', '1']");
+  SECTION("TSV escapes tabs so a row keeps three columns") {
+    RunResult t = run_shell(kZ + " classify " + dir + "/in.txt | awk -F'\\t' '{print NF}'");
+    CHECK(t.out == "3\n3\n");
+  }
+}
+
+TEST_CASE("filter mode prints matching lines unchanged like grep with -n -c -q -H -h and --label", "[classify]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/a.txt", "他们点了一坛佛跳墙\n狗急跳墙\n\n佛跳牆年菜 \t原样\n");
+  write_text(dir + "/b.txt", "今天吃什么\n");
+  RunResult r = run_shell(kZ + " classify --filter " + dir + "/a.txt");
+  CHECK(r.status == 0);
+  CHECK(r.out == "他们点了一坛佛跳墙\n佛跳牆年菜 \t原样\n");
+  r = run_shell(kZ + " classify --filter -n " + dir + "/a.txt " + dir + "/b.txt");
+  CHECK(r.out == dir + "/a.txt:1:他们点了一坛佛跳墙\n" + dir + "/a.txt:4:佛跳牆年菜 \t原样\n");
+  r = run_shell("cd " + dir + " && " + kZ + " classify --filter -h a.txt b.txt");
+  CHECK(r.out == "他们点了一坛佛跳墙\n佛跳牆年菜 \t原样\n");
+  r = run_shell("cd " + dir + " && " + kZ + " classify --filter -H a.txt");
+  CHECK(r.out == "a.txt:他们点了一坛佛跳墙\na.txt:佛跳牆年菜 \t原样\n");
+  r = run_shell("cd " + dir + " && " + kZ + " classify -c a.txt b.txt");
+  CHECK(r.out == "a.txt:2\nb.txt:0\n");
+  CHECK(r.status == 0);
+  r = run_shell("cd " + dir + " && " + kZ + " classify --filter --label 0 b.txt");
+  CHECK(r.out == "今天吃什么\n");
+  r = run_shell("cd " + dir + " && " + kZ + " classify --filter b.txt");
+  CHECK(r.status == 1);
+  CHECK(r.out.empty());
+  r = run_shell("cd " + dir + " && if " + kZ + " classify --filter -q a.txt; then echo yes; fi");
+  CHECK(r.out == "yes\n");
+  r = run_shell("cd " + dir + " && " + kZ + " classify -q b.txt");
+  CHECK(r.status == 1);
+  CHECK(r.out.empty());
+  r = run_shell("cd " + dir + " && " + kZ + " classify --filter --label maybe a.txt");
+  CHECK(r.status == 2);
+  CHECK(r.err == "zibert: error: --label maybe is not one of the model's labels\n");
+  SECTION("--filter takes no argument: the next word is an input file") {
+    RunResult f = run_shell("cd " + dir + " && " + kZ + " classify --filter a.txt");
+    CHECK(lines_of(f.out).size() == 2);
+  }
+}
+
+TEST_CASE("long lines are windowed not truncated: 佛跳墙 at character 5000 of 10000", "[classify]") {
+  std::string dir = temp_dir();
+  std::string left = repeat(kFiller, 500), right = repeat(kFiller, 499) + "今天的午饭";
+  write_text(dir + "/long.txt", left + "佛跳墙" + right + "\n" + left + right + "\n");
+  RunResult r = run_shell(kZ + " classify --no-text " + dir + "/long.txt");
+  REQUIRE(r.status == 0);
+  std::vector<std::string> out = lines_of(r.out);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].starts_with("1\t"));
+  CHECK(out[1].starts_with("0\t"));
+}
+
+TEST_CASE("document mode treats a 1 MB file as one text and reports the deciding window", "[classify]") {
+  std::string dir = temp_dir();
+  std::string lines;
+  while (lines.size() < 1000000) lines += kFiller + "。\n";
+  std::string pos = lines.substr(0, 600000);
+  std::size_t cut = pos.rfind('\n') + 1;
+  std::string with = lines.substr(0, cut) + "年夜饭的压轴菜是佛跳墙。\n" + lines.substr(cut);
+  write_text(dir + "/menu.txt", with);
+  write_text(dir + "/plain.txt", lines);
+  RunResult r = run_shell(kZ + " classify --document --format jsonl " + dir + "/menu.txt " + dir + "/plain.txt");
+  REQUIRE(r.status == 0);
+  std::vector<std::string> out = lines_of(r.out);
+  REQUIRE(out.size() == 2);
+  nlohmann::json a = nlohmann::json::parse(out[0]), b = nlohmann::json::parse(out[1]);
+  CHECK(a["label"] == "1");
+  CHECK(b["label"] == "0");
+  // Characters before the mention: 11 per filler line plus one space per joined line.
+  std::int64_t before = static_cast<std::int64_t>(cut / (kFiller.size() + 4)) * 12 + 8;
+  std::int64_t offset = a["offset"];
+  CHECK(offset <= before);
+  CHECK(before + 3 <= offset + 126);
+  RunResult f = run_shell("cd " + dir + " && " + kZ + " classify --document --filter menu.txt plain.txt");
+  CHECK(f.out == "menu.txt\n");
+}
+
+TEST_CASE("bad input: exact errors and exit status 2", "[classify]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/good.txt", "佛跳墙\n");
+  write_text(dir + "/bad.txt", "好\n好\xFF吃\n");
+  write_text(dir + "/binary.bin", std::string("ELF\0\0\x01\x02", 7) + "\n");
+  write_text(dir + "/locked.txt", "佛跳墙\n");
+  write_text(dir + "/notamodel.safetensors", "this is not a model at all");
+  // A valid safetensors file of another kind (no zibert metadata).
+  float w[2] = {1, 2};
+  write_text(dir + "/other.safetensors", encode_safetensors({{"format", "pt"}}, {{"weight", {2}, w}}));
+  struct Case {
+    std::string args, err;
+  };
+  auto c = GENERATE_COPY(values<Case>({
+      {"classify " + dir + "/missing.txt", "zibert: error: " + dir + "/missing.txt: No such file or directory\n"},
+      {"classify " + dir, "zibert: error: " + dir + ": is a directory\n"},
+      {"classify " + dir + "/bad.txt",
+       "zibert: error: " + dir + "/bad.txt:2:4: invalid UTF-8 (--invalid replace carries on)\n"},
+      {"classify " + dir + "/binary.bin", "zibert: error: " + dir + "/binary.bin:1: binary file (NUL byte); not text\n"},
+      {"classify -m " + dir + "/nope.safetensors " + dir + "/good.txt",
+       "zibert: error: " + dir + "/nope.safetensors: No such file or directory\n"},
+      {"classify -m " + dir + "/notamodel.safetensors " + dir + "/good.txt",
+       "zibert: error: " + dir + "/notamodel.safetensors: not a valid safetensors file: header length"},
+      {"classify -m " + dir + "/other.safetensors " + dir + "/good.txt",
+       "zibert: error: " + dir + "/other.safetensors: not a usable zibert model: format is \"pt\", not \"zibert\""},
+      {"classify --threshold 2 " + dir + "/good.txt", "zibert: error: --threshold: Value 2 not in range"},
+      {"classify --frobnicate " + dir + "/good.txt", "zibert: error: The following argument was not expected: --frobnicate"},
+  }));
+  INFO(c.args);
+  RunResult r = run_shell(kZ + " " + c.args);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith(c.err));
+  CHECK(lines_of(r.err).size() == 1);
+
+  SECTION("an unreadable file") {
+    std::string as_nobody = ::geteuid() == 0 ? "setpriv --reuid=nobody --regid=nogroup --clear-groups " : "";
+    run_shell("chmod 000 " + dir + "/locked.txt && chmod 755 " + dir);
+    RunResult u = run_shell(as_nobody + kZ + " classify " + dir + "/locked.txt");
+    CHECK(u.status == 2);
+    CHECK(u.err == "zibert: error: " + dir + "/locked.txt: Permission denied\n");
+  }
+  SECTION("--invalid replace carries on") {
+    RunResult ok = run_shell(kZ + " classify --invalid replace --no-text " + dir + "/bad.txt");
+    CHECK(ok.status == 0);
+    CHECK(lines_of(ok.out).size() == 2);
+  }
+  SECTION("output for earlier files is written before a later file's error") {
+    RunResult later = run_shell(kZ + " classify --no-text " + dir + "/good.txt " + dir + "/bad.txt " + dir + "/good.txt");
+    CHECK(later.status == 2);
+    CHECK(lines_of(later.out).size() == 2);  // good.txt, and bad.txt's first line
+    CHECK(later.out.starts_with("1\t"));
+  }
+}
+
+TEST_CASE("a closed pipe ends classify quietly", "[classify]") {
+  std::string dir = temp_dir();
+  std::string big;
+  for (int i = 0; i < 50000; ++i) big += "第" + std::to_string(i) + "行，他们点了一坛佛跳墙\n";
+  write_text(dir + "/big.txt", big);
+  RunResult r = run_shell(kZ + " classify " + dir + "/big.txt | head -1");
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  CHECK(lines_of(r.out).size() == 1);
+}
+
+TEST_CASE("stdin lines are answered as they arrive (tail -f | zibert classify)", "[classify]") {
+  // The second line comes 3 s after the first; the first answer must not wait for it.
+  std::string script = temp_dir() + "/stream.sh";
+  write_text(script, "{ echo 他们点了一坛佛跳墙; sleep 3; echo 狗急跳墙; } | " + kZ +
+                         " classify --filter | { IFS= read -r -t 2 first && echo \"got:$first\"; cat > /dev/null; }\n");
+  RunResult r = run_shell("bash " + script);
+  CHECK(r.out == "got:他们点了一坛佛跳墙\n");
+}
+
+TEST_CASE("cmake --install puts a working zibert and its model under a prefix", "[classify][install]") {
+  std::string prefix = temp_dir() + "/prefix";
+  RunResult inst = run_shell("cmake --install " ZIBERT_BUILD_DIR " --prefix " + prefix);
+  INFO(inst.out << inst.err);
+  REQUIRE(inst.status == 0);
+  RunResult r = run_shell("cd / && echo 他们点了一坛佛跳墙 | env -u ZIBERT_MODEL " + prefix + "/bin/zibert classify --no-text");
+  CHECK(r.status == 0);
+  CHECK(r.out.starts_with("1\t"));
+  // ZIBERT_MODEL overrides the default.
+  std::string tiny = temp_dir() + "/tiny.safetensors";
+  save_model(tiny, tiny_classifier(5));
+  RunResult info = run_shell("cd / && ZIBERT_MODEL=" + tiny + " " + prefix + "/bin/zibert info --json");
+  CHECK(nlohmann::json::parse(info.out)["file"] == tiny);
+  RunResult v = run_shell(prefix + "/bin/zibert --version");
+  CHECK(v.out.starts_with("zibert "));
+}
