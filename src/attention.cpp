@@ -18,7 +18,9 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
   MatMap<T> ctx = cache.ctx.view(n, c);                 // (B*T, C)
   qkv.forward(x, qkv_out);
 
-#pragma omp parallel for collapse(2) schedule(static)
+  // Threads only pay off beyond a few thousand multiply-adds per block.
+  const bool parallel = batch * heads * seq * seq * d > 65536;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (Index b = 0; b < batch; ++b)
     for (Index h = 0; h < heads; ++h) {
       auto q = qkv_out.block(b * seq, h * d, seq, d);          // (T, D)
@@ -61,7 +63,8 @@ void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch
   Ref<T> dctx_ref(dctx);
   output.backward(ctx, dy, &dctx_ref);
 
-#pragma omp parallel for collapse(2) schedule(static)
+  const bool parallel = batch * heads * seq * seq * d > 65536;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (Index b = 0; b < batch; ++b)
     for (Index h = 0; h < heads; ++h) {
       auto q = qkv_out.block(b * seq, h * d, seq, d);
