@@ -183,9 +183,12 @@ class Classify {
     }
     Prediction p = predictor_.predict({chars})[0];
     if (matching_) {
-      if (p.label != target_) return;
-      ++matches_;
-      if (!o_.quiet && !o_.count) write_out(display(src) + "\n");
+      bool hit = p.label == target_;
+      matches_ += hit;
+      if (o_.count && !o_.quiet)  // like grep -c: a count for every file, here 0 or 1
+        write_out((show_names_ ? display(src) + ":" : "") + (hit ? "1\n" : "0\n"));
+      else if (hit && !o_.quiet)  // like grep -l: the names of the matching files
+        write_out(display(src) + "\n");
       return;
     }
     write_out(record(p, "", src, 0, p.offset));

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "zibert/error.hpp"
@@ -107,35 +106,6 @@ MappedFile::MappedFile(const std::string& path) {
 
 MappedFile::~MappedFile() {
   if (data_ && data_ != MAP_FAILED) ::munmap(data_, size_);
-}
-
-std::string read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(path + ": " + sys_error());
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    throw Error(path + ": is a directory");
-  }
-  // One buffer of the file's size, filled by read(): no intermediate copies.
-  std::string out;
-  out.resize(S_ISREG(st.st_mode) ? static_cast<std::size_t>(st.st_size) : 0);
-  std::size_t got = 0;
-  while (true) {
-    if (got == out.size()) out.resize(out.size() + 65536);
-    ssize_t n = ::read(fd, out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string why = sys_error();
-      ::close(fd);
-      throw Error(path + ": read failed: " + why);
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  out.resize(got);
-  return out;
 }
 
 }  // namespace zibert

@@ -51,6 +51,14 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
 RunResult run_shell(const std::string& command) {
   std::string dir = temp_dir();
   std::string full = "( " + command + " ) > " + dir + "/out 2> " + dir + "/err";

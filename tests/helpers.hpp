@@ -1,6 +1,7 @@
 // Shared test helpers: a tiny classifier, temp dirs, running the CLI.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "zibert/model_file.hpp"
 
@@ -14,6 +15,7 @@ std::string temp_dir();
 
 void write_text(const std::string& path, const std::string& text);
 std::string read_text(const std::string& path);
+std::vector<std::string> lines_of(const std::string& text);
 
 struct RunResult {
   int status = -1;

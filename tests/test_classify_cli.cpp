@@ -14,14 +14,6 @@ namespace {
 
 const std::string kZ = std::string("env -u ZIBERT_MODEL ") + ZIBERT_BIN;  // the shipped default model
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
 std::string repeat(const std::string& s, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += s;
@@ -136,6 +128,8 @@ TEST_CASE("document mode treats a 1 MB file as one text and reports the deciding
   CHECK(before + 3 <= offset + 126);
   RunResult f = run_shell("cd " + dir + " && " + kZ + " classify --document --filter menu.txt plain.txt");
   CHECK(f.out == "menu.txt\n");
+  RunResult c = run_shell("cd " + dir + " && " + kZ + " classify --document -c menu.txt plain.txt");
+  CHECK(c.out == "menu.txt:1\nplain.txt:0\n");
 }
 
 TEST_CASE("bad input: exact errors and exit status 2", "[classify]") {

@@ -20,14 +20,6 @@ const std::string& tiny_model_path() {
   return path;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
 std::string toy_corpus(const std::string& path, int count, int seed) {
   return "python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + path + " " + std::to_string(count) + " " +
          std::to_string(seed) + " --pool 100 --min-len 5 --max-len 20";

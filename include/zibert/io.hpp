@@ -33,7 +33,4 @@ class MappedFile {
   std::size_t size_ = 0;
 };
 
-// The whole file; throws Error naming the path.
-std::string read_file(const std::string& path);
-
 }  // namespace zibert
