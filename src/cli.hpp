@@ -29,5 +29,7 @@ Runner setup_classify(CLI::App& app);
 Runner setup_eval(CLI::App& app);
 Runner setup_info(CLI::App& app);
 Runner setup_synth(CLI::App& app);
+Runner setup_explain(CLI::App& app);
+Runner setup_plot(CLI::App& app);
 
 }  // namespace zibert::cli

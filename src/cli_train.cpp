@@ -22,6 +22,7 @@ int run_train(const TrainCli& o) {
   opt.threads = apply_threads(o.threads);
   // Fail before any work when the result could not be written.
   check_output_path(o.out);
+  if (!opt.log_path.empty()) check_output_path(opt.log_path);
   Dataset train = read_dataset(o.data);
   Dataset dev;
   if (!o.dev.empty())
@@ -90,6 +91,8 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
   add_threads_option(app, o->threads);
   app.add_flag("-q,--quiet", o->quiet, "No progress output");
+  app.add_option("--log", o->train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "
+                                              "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
   return [o] { return run_train(*o); };
 }
 

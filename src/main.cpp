@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   add("eval", "Score a model on labelled data", setup_eval);
   add("info", "Describe a model file", setup_info);
   add("synth", "Build a labelled corpus for a phrase from plain sentences", setup_synth);
+  add("explain", "Show the attention and occlusion behind one prediction", setup_explain);
+  add("plot", "Draw training curves from a train --log file", setup_plot);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <set>
 
 #include "zibert/batching.hpp"
@@ -160,6 +161,12 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   auto started = std::chrono::steady_clock::now();
   std::int64_t examples_seen = 0;
 
+  std::ofstream log;
+  if (!opt.log_path.empty()) {
+    log.open(opt.log_path, std::ios::trunc);
+    if (!log) throw Error(opt.log_path + ": cannot open the log for writing");
+  }
+  double lr = 0;
   for (std::int64_t epoch = 1; epoch <= opt.epochs; ++epoch) {
     std::uint64_t epoch_seed = opt.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
     double epoch_loss = 0;
@@ -173,7 +180,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
                     " (try a lower --lr)");
       model.net.backward(batch, cache);
       clip_grad_norm(model.net.grads(), opt.adam.clip_norm);
-      double lr = opt.adam.lr * lr_multiplier(step, warmup, total);
+      lr = opt.adam.lr * lr_multiplier(step, warmup, total);
       adam.step(model.net.params(), model.net.grads(), lr);
       ++step;
       examples_seen += batch.size;
@@ -191,6 +198,14 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
     double train_loss = epoch_loss / double(tr.seqs.size());
     history.push_back({{"epoch", epoch}, {"step", step}, {"train_loss", train_loss}, {"dev_loss", score.loss},
                        {"dev_accuracy", score.accuracy}, {"dev_macro_f1", score.f1}});
+    if (log.is_open()) {  // timings vary between runs, so they go to the log, not into the model
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      nlohmann::json record = history.back();
+      record["lr"] = lr;
+      record["examples_per_s"] = secs > 0 ? double(examples_seen) / secs : 0.0;
+      log << record.dump() << '\n' << std::flush;
+      if (!log) throw Error(opt.log_path + ": write failed");
+    }
     progress.message("epoch " + std::to_string(epoch) + "/" + std::to_string(opt.epochs) +
                      fmt("  train loss %.4f  dev loss %.4f  dev acc %.4f", train_loss, score.loss, score.accuracy) +
                      fmt("  dev macro-F1 %.4f", score.f1, 0, 0) + (improved ? "  (best)" : ""));

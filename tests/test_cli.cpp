@@ -77,7 +77,7 @@ TEST_CASE("usage and file errors exit 2 with one error line", "[cli]") {
       {"classify -m /nonexistent/m.safetensors", "zibert: error: /nonexistent/m.safetensors: No such file"},
       {"classify --bogus", "zibert: error: The following argument was not expected: --bogus"},
       {"classify --threshold 2 -m " + tiny_model_path(), "zibert: error: --threshold: Value 2 not in range"},
-      {"frobnicate", "zibert: error: unknown command 'frobnicate' (commands: train, classify, eval, info, synth)"},
+      {"frobnicate", "zibert: error: unknown command 'frobnicate' (commands: train, classify, eval, info, synth, explain, plot)"},
       {"train --data /nonexistent.tsv --out x.safetensors", "zibert: error: --data: File does not exist"},
   }));
   INFO(c.args);
@@ -91,7 +91,7 @@ TEST_CASE("help and version", "[cli]") {
   RunResult v = run_zibert("--version");
   CHECK(v.status == 0);
   CHECK_THAT(v.out, Catch::StartsWith("zibert "));
-  for (const char* cmd : {"train", "classify", "eval", "info"}) {
+  for (const char* cmd : {"train", "classify", "eval", "info", "synth", "explain", "plot"}) {
     RunResult h = run_zibert(std::string(cmd) + " --help");
     INFO(cmd);
     CHECK(h.status == 0);

@@ -23,6 +23,7 @@ struct TrainOptions {
   bool lowercase = false;
   std::string positive;     // positive label of a binary model; "" = guess
   int threads = 1;          // recorded in the model (results depend on it)
+  std::string log_path;     // --log: one JSON line per evaluation ("" = none)
 };
 
 // How well a model does on labelled sequences, as training reports it.
