@@ -39,23 +39,24 @@ Text insert_at(const Text& base, std::size_t at, const Text& piece) {
 bool is_final_punct(char32_t c) { return c == U'。' || c == U'！' || c == U'？' || c == U'.' || c == U'!' || c == U'?'; }
 
 enum class Kind { PosStart, PosMiddle, PosEnd, PosQuoted, PosSpaced, PosDish, NegPermutation, NegPartial,
-                  NegScattered, NegNearMiss, NegPlain };
+                  NegSubstituted, NegScattered, NegNearMiss, NegPlain };
 struct KindInfo {
   Kind kind;
   const char* name;
   double weight;
 };
 // Half positives, half negatives; hard negatives outweigh plain ones.
-constexpr std::array<KindInfo, 11> kKinds{{{Kind::PosStart, "pos-start", 1.0},
+constexpr std::array<KindInfo, 12> kKinds{{{Kind::PosStart, "pos-start", 1.0},
                                            {Kind::PosMiddle, "pos-middle", 1.5},
                                            {Kind::PosEnd, "pos-end", 1.0},
                                            {Kind::PosQuoted, "pos-quoted", 1.0},
                                            {Kind::PosSpaced, "pos-spaced", 0.75},
                                            {Kind::PosDish, "pos-dish", 0.75},
-                                           {Kind::NegPermutation, "neg-permutation", 1.25},
-                                           {Kind::NegPartial, "neg-partial", 1.25},
-                                           {Kind::NegScattered, "neg-scattered", 1.5},
-                                           {Kind::NegNearMiss, "neg-near-miss", 1.5},
+                                           {Kind::NegPermutation, "neg-permutation", 1.0},
+                                           {Kind::NegPartial, "neg-partial", 1.0},
+                                           {Kind::NegSubstituted, "neg-substituted", 1.0},
+                                           {Kind::NegScattered, "neg-scattered", 1.25},
+                                           {Kind::NegNearMiss, "neg-near-miss", 1.25},
                                            {Kind::NegPlain, "neg-plain", 0.5}}};
 
 class Generator {
@@ -167,6 +168,17 @@ class Generator {
         std::size_t len = p.size() - 1, start = rng.below(2);  // 佛跳 or 跳墙
         return insert_at(base, any, Text(p.begin() + static_cast<std::ptrdiff_t>(start),
                                          p.begin() + static_cast<std::ptrdiff_t>(start + len)));
+      }
+      case Kind::NegSubstituted: {
+        // One character of the phrase replaced (佛吃墙, 佛跳门): the right
+        // outline with the wrong content. The stand-in comes from the sentence.
+        Text p = phrase(rng);
+        Text candidates;
+        for (char32_t c : base)
+          if (c >= 0x4E00 && c <= 0x9FFF && std::find(p.begin(), p.end(), c) == p.end()) candidates.push_back(c);
+        if (candidates.empty()) candidates = utf8_decode("的一是了不在人有我他这个们中来上大为和国地到以说时要就出会可也你对生");
+        p[rng.below(p.size())] = candidates[rng.below(candidates.size())];
+        return insert_at(base, any, p);
       }
       case Kind::NegScattered: {
         // The characters in order at distinct gaps of the base sentence, so

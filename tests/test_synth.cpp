@@ -54,7 +54,7 @@ TEST_CASE("synth labels are right and no negative mentions the phrase", "[synth]
       }
     }
   for (const char* k : {"pos-start", "pos-middle", "pos-end", "pos-quoted", "pos-spaced", "pos-dish", "neg-permutation",
-                        "neg-partial", "neg-scattered", "neg-near-miss", "neg-plain"}) {
+                        "neg-partial", "neg-substituted", "neg-scattered", "neg-near-miss", "neg-plain"}) {
     INFO(k);
     CHECK(kinds[k] > 10);
   }
