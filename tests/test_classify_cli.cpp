@@ -167,9 +167,13 @@ TEST_CASE("bad input: exact errors and exit status 2", "[classify]") {
   CHECK(lines_of(r.err).size() == 1);
 
   SECTION("an unreadable file") {
+    // Root reads everything, so run as nobody; the binary and a model are copied
+    // next to the file, since the build tree may sit where nobody cannot look.
     std::string as_nobody = ::geteuid() == 0 ? "setpriv --reuid=nobody --regid=nogroup --clear-groups " : "";
-    run_shell("chmod 000 " + dir + "/locked.txt && chmod 755 " + dir);
-    RunResult u = run_shell(as_nobody + kZ + " classify " + dir + "/locked.txt");
+    save_model(dir + "/tiny.safetensors", tiny_classifier(2));
+    REQUIRE(run_shell("cp " ZIBERT_BIN " " + dir + "/zibert && chmod 755 " + dir + " " + dir + "/zibert && chmod 644 " +
+                      dir + "/tiny.safetensors && chmod 000 " + dir + "/locked.txt").status == 0);
+    RunResult u = run_shell(as_nobody + dir + "/zibert classify -m " + dir + "/tiny.safetensors " + dir + "/locked.txt");
     CHECK(u.status == 2);
     CHECK(u.err == "zibert: error: " + dir + "/locked.txt: Permission denied\n");
   }
