@@ -220,7 +220,7 @@ int run_classify(const ClassifyCli& o) {
 Runner setup_classify(CLI::App& app) {
   auto o = std::make_shared<ClassifyCli>();
   app.set_help_flag("--help", "Print this help message and exit");  // -h is grep's --no-filename
-  app.description(
+  app.footer(
       "Classify each line of the input files (or stdin): one output line per input line,\n"
       "label<TAB>probability<TAB>text, in input order, empty lines included. Texts longer than\n"
       "the model's window are split into overlapping windows; a binary model takes the\n"

@@ -53,7 +53,7 @@ int run_eval(const EvalCli& o) {
 
 Runner setup_eval(CLI::App& app) {
   auto o = std::make_shared<EvalCli>();
-  app.description(
+  app.footer(
       "Score a model on labelled data (same formats as train): accuracy, macro-F1,\n"
       "per-label precision/recall/F1, confusion matrix, per-category accuracy.\n\n"
       "Example:\n  zibert eval -m my.safetensors --data test.tsv --json");

@@ -47,7 +47,7 @@ int run_explain(const ExplainCli& o) {
 
 Runner setup_explain(CLI::App& app) {
   auto o = std::make_shared<ExplainCli>();
-  app.description(
+  app.footer(
       "Show what [CLS] queried and aggregated for one text: the [CLS] row of every layer's\n"
       "attention, per head and averaged (shaded characters on a terminal, numbers otherwise),\n"
       "the prediction, and occlusion: the drop in P(positive) when each character alone\n"

@@ -61,7 +61,7 @@ int run_info(const InfoCli& o) {
 
 Runner setup_info(CLI::App& app) {
   auto o = std::make_shared<InfoCli>();
-  app.description("Describe a model file: shape, parameters, vocabulary, labels, training and dev metrics.\n\n"
+  app.footer("Describe a model file: shape, parameters, vocabulary, labels, training and dev metrics.\n\n"
                   "Example:\n  zibert info -m my.safetensors");
   add_model_option(app, o->model);
   app.add_flag("--json", o->json, "JSON output");

@@ -36,7 +36,7 @@ int run_plot(const PlotCli& o) {
 
 Runner setup_plot(CLI::App& app) {
   auto o = std::make_shared<PlotCli>();
-  app.description(
+  app.footer(
       "Draw training curves (train and dev loss, dev accuracy and macro-F1 against steps)\n"
       "from the JSON lines of train --log as a self-contained SVG.\n\n"
       "Example:\n  zibert train --data train.tsv --out m.safetensors --log train.jsonl\n"

@@ -73,7 +73,7 @@ int run_synth(const SynthCli& o) {
 
 Runner setup_synth(CLI::App& app) {
   auto o = std::make_shared<SynthCli>();
-  app.description(
+  app.footer(
       "Build a labelled corpus for a phrase from unlabelled sentences (one per line):\n"
       "positives with the phrase or a variant (at the start, middle or end, quoted, spaced,\n"
       "inside longer dish names), hard negatives (permutations, partial phrases, the\n"

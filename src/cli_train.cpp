@@ -49,7 +49,7 @@ int run_train(const TrainCli& o) {
 Runner setup_train(CLI::App& app) {
   auto o = std::make_shared<TrainCli>();
   ModelConfig& s = o->train.shape;
-  app.description(
+  app.footer(
       "Train a classifier on labelled text.\n"
       "Data: TSV label<TAB>text[<TAB>category] (optional header naming the columns),\n"
       "fastText '__label__X text', or JSONL {\"text\":…,\"label\":…}; detected by content.\n\n"
