@@ -4,8 +4,57 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
+
+#include "zibert/error.hpp"
 
 namespace zibert {
+namespace {
+
+// Softmax over each row of scores with [PAD] keys (valid[j] == 0) weighted 0.
+// [PAD] keys normally trail the text, so the common case is a softmax over a
+// prefix, vectorised.
+template <class P>
+void masked_softmax(P&& p, const std::uint8_t* valid) {
+  const Index seq = p.cols();
+  Index len = 0, rest = 0;
+  while (len < seq && valid[len]) ++len;
+  for (rest = len; rest < seq && !valid[rest];) ++rest;
+  if (len > 0 && rest == seq) {
+    for (Index i = 0; i < p.rows(); ++i) {
+      auto row = p.row(i).head(len).array();
+      row = (row - row.maxCoeff()).exp();
+      row /= row.sum();
+    }
+    p.rightCols(seq - len).setZero();
+    return;
+  }
+  using T = typename std::decay_t<P>::Scalar;
+  for (Index i = 0; i < p.rows(); ++i) {
+    T m = -std::numeric_limits<T>::infinity();
+    for (Index j = 0; j < seq; ++j)
+      if (valid[j]) m = std::max(m, p(i, j));
+    T sum = 0;
+    for (Index j = 0; j < seq; ++j) {
+      T e = valid[j] ? std::exp(p(i, j) - m) : T(0);
+      p(i, j) = e;
+      sum += e;
+    }
+    p.row(i) /= sum;
+  }
+}
+
+// The query rows (0..C) and the key and value rows (C..3C) of the fused
+// projection, as Linear views of their own.
+template <class T>
+Linear<T> projection_rows(const Linear<T>& qkv, Index first, Index rows) {
+  const Index cols = qkv.weight.cols;
+  auto at = [](T* base, Index offset) { return base ? base + offset : nullptr; };
+  return {{qkv.weight.value + first * cols, at(qkv.weight.grad, first * cols), rows, cols},
+          {qkv.bias.value + first, at(qkv.bias.grad, first), rows, 1}};
+}
+
+}  // namespace
 
 template <class T>
 void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
@@ -28,19 +77,7 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
       auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);  // (T, D)
       auto p = probs.block((b * heads + h) * seq, 0, seq, seq);  // (T, T)
       p.noalias() = (q * k.transpose()) * scale;
-      const std::uint8_t* valid = key_valid + b * seq;
-      for (Index i = 0; i < seq; ++i) {
-        T m = -std::numeric_limits<T>::infinity();
-        for (Index j = 0; j < seq; ++j)
-          if (valid[j]) m = std::max(m, p(i, j));
-        T sum = 0;
-        for (Index j = 0; j < seq; ++j) {
-          T e = valid[j] ? std::exp(p(i, j) - m) : T(0);
-          p(i, j) = e;
-          sum += e;
-        }
-        p.row(i) /= sum;
-      }
+      masked_softmax(p, key_valid + b * seq);
       ctx.block(b * seq, h * d, seq, d).noalias() = p * v;
     }
   output.forward(ctx, y);
@@ -99,6 +136,73 @@ void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch
   key_bias_grad = qkv.bias.grad_row().segment(c, c);
   qkv.backward(x, dqkv, &dx);
   qkv.bias.grad_row().segment(c, c) = key_bias_grad;
+}
+
+template <class T>
+void SelfAttention<T>::forward_cls(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
+                                   AttentionCache<T>& cache, Ref<T> y) const {
+  if (tied) throw Error("forward_cls needs separate query and key projections");
+  const Index n = batch * seq, c = x.cols(), d = c / heads;
+  const T scale = T(1) / std::sqrt(T(d));
+  MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
+  MatMap<T> kv = cache.qkv.view(n, 2 * c);                    // (B*T, 2C): k | v
+  MatMap<T> probs = cache.probs.view(batch * heads, seq);     // (B*H, T)
+  MatMap<T> ctx = cache.ctx.view(batch, c);                   // (B, C)
+  for (Index b = 0; b < batch; ++b) xcls.row(b) = x.row(b * seq);
+  projection_rows(qkv, 0, c).forward(xcls, q);
+  projection_rows(qkv, c, 2 * c).forward(x, kv);
+  for (Index b = 0; b < batch; ++b)
+    for (Index h = 0; h < heads; ++h) {
+      auto k = kv.block(b * seq, h * d, seq, d);      // (T, D)
+      auto v = kv.block(b * seq, c + h * d, seq, d);  // (T, D)
+      auto p = probs.row(b * heads + h);              // (1, T)
+      p.noalias() = (q.row(b).segment(h * d, d) * k.transpose()) * scale;
+      masked_softmax(probs.middleRows(b * heads + h, 1), key_valid + b * seq);
+      ctx.row(b).segment(h * d, d).noalias() = p * v;
+    }
+  output.forward(ctx, y);
+}
+
+template <class T>
+void SelfAttention<T>::backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq,
+                                    AttentionCache<T>& cache, Ref<T> dx) const {
+  const Index n = batch * seq, c = x.cols(), d = c / heads;
+  const T scale = T(1) / std::sqrt(T(d));
+  MatMap<T> xcls(cache.xcls.data.data(), batch, c), q(cache.qcls.data.data(), batch, c);
+  MatMap<T> kv(cache.qkv.data.data(), n, 2 * c);
+  MatMap<T> probs(cache.probs.data.data(), batch * heads, seq);
+  MatMap<T> ctx(cache.ctx.data.data(), batch, c);
+  MatMap<T> dctx = cache.dctx.view(batch, c), dq = cache.dqcls.view(batch, c), dxcls = cache.dxcls.view(batch, c);
+  MatMap<T> dkv = cache.dqkv.view(n, 2 * c);
+  MatMap<T> dp_all = cache.dprobs.view(1, seq);
+
+  Ref<T> dctx_ref(dctx);
+  output.backward(ctx, dy, &dctx_ref);
+  for (Index b = 0; b < batch; ++b)
+    for (Index h = 0; h < heads; ++h) {
+      auto k = kv.block(b * seq, h * d, seq, d);
+      auto v = kv.block(b * seq, c + h * d, seq, d);
+      auto p = probs.row(b * heads + h);
+      auto da = dctx.row(b).segment(h * d, d);  // (1, D)
+      auto dp = dp_all.row(0);
+      // a = p v  ⇒  dp = da vᵀ, dv = pᵀ da
+      dp.noalias() = da * v.transpose();
+      dkv.block(b * seq, c + h * d, seq, d).noalias() = p.transpose() * da;
+      // p = softmax(s) ⇒ ds = p ⊙ (dp − p·dp); s = q kᵀ·scale
+      T dot = p.dot(dp);
+      dp = (p.array() * (dp.array() - dot) * scale).matrix();
+      dq.row(b).segment(h * d, d).noalias() = dp * k;
+      dkv.block(b * seq, h * d, seq, d).noalias() = dp.transpose() * q.row(b).segment(h * d, d);
+    }
+  // As in backward: the key bias gradient is exactly zero (softmax ignores it).
+  Linear<T> kv_lin = projection_rows(qkv, c, 2 * c);
+  MatMap<T> key_bias_grad = cache.key_bias_grad.view(1, c);
+  key_bias_grad = kv_lin.bias.grad_row().segment(0, c);
+  kv_lin.backward(x, dkv, &dx);
+  kv_lin.bias.grad_row().segment(0, c) = key_bias_grad;
+  Ref<T> dxcls_ref(dxcls);
+  projection_rows(qkv, 0, c).backward(xcls, dq, &dxcls_ref);
+  for (Index b = 0; b < batch; ++b) dx.row(b * seq) += dxcls.row(b);
 }
 
 template struct SelfAttention<float>;

@@ -31,5 +31,6 @@ Runner setup_info(CLI::App& app);
 Runner setup_synth(CLI::App& app);
 Runner setup_explain(CLI::App& app);
 Runner setup_plot(CLI::App& app);
+Runner setup_bench(CLI::App& app);
 
 }  // namespace zibert::cli

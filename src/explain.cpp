@@ -51,6 +51,7 @@ Explanation explain(const Classifier& model, const std::vector<char32_t>& text) 
   // The window alone, then one copy per character with that character as [UNK].
   const Index t = static_cast<Index>(window.size());
   ModelCache<float> cache;
+  cache.all_rows = true;  // every token's attention map, the last layer's too
   Batch one = pack_batch({&window}, {});
   model.net.predict(one, cache);
   for (std::int64_t l = 0; l < model.config.layers; ++l) {

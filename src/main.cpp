@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add("synth", "Build a labelled corpus for a phrase from plain sentences", setup_synth);
   add("explain", "Show the attention and occlusion behind one prediction", setup_explain);
   add("plot", "Draw training curves from a train --log file", setup_plot);
+  add("bench", "Measure training and inference speed of a model shape", setup_bench);
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

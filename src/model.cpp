@@ -75,8 +75,23 @@ Bert<T>::Bert(const ModelConfig& config, bool trainable) : config_(config), layo
 
 template <class T>
 Bert<T>::Bert(const Bert& other)
-    : config_(other.config_), layout_(other.layout_), params_(other.params_), grads_(other.grads_) {
+    : config_(other.config_),
+      layout_(other.layout_),
+      params_(other.params_),
+      grads_(other.grads_),
+      shared_(other.shared_) {
   bind();
+}
+
+template <class T>
+Bert<T> Bert<T>::replica(const Bert& source) {
+  Bert r(source.config_, false);
+  r.params_.clear();
+  r.params_.shrink_to_fit();
+  r.shared_ = source.params_.data();
+  r.grads_.assign(source.params_.size(), T(0));
+  r.bind();
+  return r;
 }
 
 template <class T>
@@ -85,6 +100,7 @@ Bert<T>& Bert<T>::operator=(const Bert& other) {
   layout_ = other.layout_;
   params_ = other.params_;
   grads_ = other.grads_;
+  shared_ = other.shared_;
   bind();
   return *this;
 }
@@ -100,7 +116,8 @@ template <class T>
 Param<T> Bert<T>::param(const std::string& name) {
   const TensorInfo& t = tensor(name);
   Index rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
-  return Param<T>{params_.data() + t.offset, grads_.empty() ? nullptr : grads_.data() + t.offset, rows, cols};
+  T* values = shared_ ? const_cast<T*>(shared_) : params_.data();
+  return Param<T>{values + t.offset, grads_.empty() ? nullptr : grads_.data() + t.offset, rows, cols};
 }
 
 template <class T>
@@ -184,42 +201,56 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
   emb_ln_.forward(emb, h0, cache.emb_xhat.view(n, c), cache.emb_rstd.view(n, 1));
   if (drop) {
     MatMap<T> mask = cache.emb_drop.view(n, c);
-    dropout_mask<T>(*rng, 0, mask);
+    dropout_mask<T>(*rng, 0, mask, batch.first * seq);
     h0.array() *= mask.array();
   }
 
+  const bool cls_only = !config_.tie_qk && !cache.all_rows;
+  cache.cls_only = cls_only;
+  const auto first_row = static_cast<std::uint64_t>(batch.first * seq);
   for (Index l = 0; l < n_layers; ++l) {
     const EncoderLayer<T>& layer = layers_[l];
     EncoderLayerCache<T>& lc = cache.layers[l];
+    // The last layer of a cls_only pass works on the B [CLS] rows, every
+    // other on all N rows; dropout masks are those of the same rows in full.
+    const bool last_cls = cls_only && l == n_layers - 1;
+    const Index rows = last_cls ? b_size : n;
+    const std::uint64_t row_step = last_cls ? static_cast<std::uint64_t>(seq) : 1;
     auto x = hidden.middleRows(l * n, n);
-    auto y = hidden.middleRows((l + 1) * n, n);
-    MatMap<T> a = lc.attn_out.view(n, c);  // (N, C)
-    layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
+    auto y = hidden.middleRows((l + 1) * n, rows);
+    MatMap<T> a = lc.attn_out.view(rows, c);  // (rows, C)
+    if (last_cls)
+      layer.attention.forward_cls(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
+    else
+      layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
     if (drop) {
-      MatMap<T> mask = lc.drop1.view(n, c);
-      dropout_mask<T>(*rng, 1 + 2 * l, mask);
+      MatMap<T> mask = lc.drop1.view(rows, c);
+      dropout_mask<T>(*rng, 1 + 2 * l, mask, first_row, row_step);
       a.array() *= mask.array();
     }
-    MatMap<T> res = lc.res.view(n, c);  // (N, C)
-    res = x + a;
-    MatMap<T> hid = lc.hidden.view(n, c);
-    layer.ln1.forward(res, hid, lc.ln1_xhat.view(n, c), lc.ln1_rstd.view(n, 1));
-    MatMap<T> pre = lc.ff_pre.view(n, f), act = lc.ff_act.view(n, f), out = lc.ff_out.view(n, c);
+    MatMap<T> res = lc.res.view(rows, c);  // (rows, C)
+    if (last_cls)
+      for (Index b = 0; b < b_size; ++b) res.row(b) = x.row(b * seq) + a.row(b);
+    else
+      res = x + a;
+    MatMap<T> hid = lc.hidden.view(rows, c);
+    layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
+    MatMap<T> pre = lc.ff_pre.view(rows, f), act = lc.ff_act.view(rows, f), out = lc.ff_out.view(rows, c);
     layer.up.forward(hid, pre);
     gelu_forward<T>(pre, act);
     layer.down.forward(act, out);
     if (drop) {
-      MatMap<T> mask = lc.drop2.view(n, c);
-      dropout_mask<T>(*rng, 2 + 2 * l, mask);
+      MatMap<T> mask = lc.drop2.view(rows, c);
+      dropout_mask<T>(*rng, 2 + 2 * l, mask, first_row, row_step);
       out.array() *= mask.array();
     }
     res = hid + out;
-    layer.ln2.forward(res, y, lc.ln2_xhat.view(n, c), lc.ln2_rstd.view(n, 1));
+    layer.ln2.forward(res, y, lc.ln2_xhat.view(rows, c), lc.ln2_rstd.view(rows, 1));
   }
 
   MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
   auto last = hidden.middleRows(n_layers * n, n);
-  for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(b * seq);
+  for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(cls_only ? b : b * seq);
   MatMap<T> pooled = cache.pooled.view(b_size, c);
   pooler_.forward(cls, pooled);
   pooled = pooled.array().tanh().matrix();
@@ -227,7 +258,7 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
   pooled_dropped = pooled;
   if (drop) {
     MatMap<T> mask = cache.pool_drop.view(b_size, c);
-    dropout_mask<T>(*rng, 1000, mask);
+    dropout_mask<T>(*rng, 1000, mask, batch.first);
     pooled_dropped.array() *= mask.array();
   }
   MatMap<T> logits = cache.logits.view(b_size, config_.labels);
@@ -272,36 +303,52 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   Ref<T> dcls_ref(dcls);
   pooler_.backward(MatMap<T>(cache.cls.data.data(), b_size, c), dpooled, &dcls_ref);
 
-  MatMap<T> dy = cache.grad_out.view(n, c);  // gradient w.r.t. the current layer's output
-  dy.setZero();
-  for (Index b = 0; b < b_size; ++b) dy.row(b * seq) = dcls.row(b);
+  // The gradient w.r.t. the current layer's output: the [CLS] rows only
+  // when the last layer ran cls_only, else all rows with zeros off [CLS].
+  const bool cls_only = cache.cls_only;
+  if (cls_only) {
+    cache.grad_out.view(b_size, c) = dcls;
+  } else {
+    MatMap<T> dy = cache.grad_out.view(n, c);
+    dy.setZero();
+    for (Index b = 0; b < b_size; ++b) dy.row(b * seq) = dcls.row(b);
+  }
 
   for (Index l = n_layers - 1; l >= 0; --l) {
     const EncoderLayer<T>& layer = layers_[l];
     EncoderLayerCache<T>& lc = cache.layers[l];
-    MatMap<T> dy_l(cache.grad_out.data.data(), n, c);
+    const bool last_cls = cls_only && l == n_layers - 1;
+    const Index rows = last_cls ? b_size : n;
+    MatMap<T> dy_l(cache.grad_out.data.data(), rows, c);
     MatMap<T> dx_l = cache.grad_in.view(n, c);
-    MatMap<T> da = cache.grad_a.view(n, c), db = cache.grad_b.view(n, c), dc = cache.grad_c.view(n, c);
-    MatMap<T> dff = cache.grad_ff.view(n, f);
+    MatMap<T> da = cache.grad_a.view(rows, c), db = cache.grad_b.view(rows, c), dc = cache.grad_c.view(rows, c);
+    MatMap<T> dff = cache.grad_ff.view(rows, f);
     // y = LN2(hid + dropout(down(GELU(up(hid)))))
-    layer.ln2.backward(dy_l, MatMap<T>(lc.ln2_xhat.data.data(), n, c), MatMap<T>(lc.ln2_rstd.data.data(), n, 1),
-                       da);
+    layer.ln2.backward(dy_l, MatMap<T>(lc.ln2_xhat.data.data(), rows, c),
+                       MatMap<T>(lc.ln2_rstd.data.data(), rows, 1), da);
     db = da;  // residual path into hid
     dc = da;
-    if (drop) dc.array() *= MatMap<T>(lc.drop2.data.data(), n, c).array();
+    if (drop) dc.array() *= MatMap<T>(lc.drop2.data.data(), rows, c).array();
     Ref<T> dff_ref(dff);
-    MatMap<T> act(lc.ff_act.data.data(), n, f), pre(lc.ff_pre.data.data(), n, f);
+    MatMap<T> act(lc.ff_act.data.data(), rows, f), pre(lc.ff_pre.data.data(), rows, f);
     layer.down.backward(act, dc, &dff_ref);
     gelu_backward<T>(pre, dff, dff);
     Ref<T> db_ref(db);
-    layer.up.backward(MatMap<T>(lc.hidden.data.data(), n, c), dff, &db_ref, true);
+    layer.up.backward(MatMap<T>(lc.hidden.data.data(), rows, c), dff, &db_ref, true);
     // hid = LN1(x + dropout(attention(x)))
-    layer.ln1.backward(db, MatMap<T>(lc.ln1_xhat.data.data(), n, c), MatMap<T>(lc.ln1_rstd.data.data(), n, 1),
-                       da);
+    layer.ln1.backward(db, MatMap<T>(lc.ln1_xhat.data.data(), rows, c),
+                       MatMap<T>(lc.ln1_rstd.data.data(), rows, 1), da);
     dc = da;
-    if (drop) dc.array() *= MatMap<T>(lc.drop1.data.data(), n, c).array();
-    layer.attention.backward(hidden.middleRows(l * n, n), dc, b_size, seq, lc.attn, db);
-    dx_l = da + db;
+    if (drop) dc.array() *= MatMap<T>(lc.drop1.data.data(), rows, c).array();
+    if (last_cls) {
+      MatMap<T> dx_attn = cache.grad_b.view(n, c);
+      layer.attention.backward_cls(hidden.middleRows(l * n, n), dc, b_size, seq, lc.attn, dx_attn);
+      dx_l = dx_attn;
+      for (Index b = 0; b < b_size; ++b) dx_l.row(b * seq) += da.row(b);  // the residual into [CLS]
+    } else {
+      layer.attention.backward(hidden.middleRows(l * n, n), dc, b_size, seq, lc.attn, db);
+      dx_l = da + db;
+    }
     std::swap(cache.grad_in, cache.grad_out);
   }
 

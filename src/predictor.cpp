@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "zibert/batching.hpp"
+#include "zibert/parallel.hpp"
 
 namespace zibert {
 namespace {
@@ -37,20 +38,18 @@ std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_
   for (const Window& w : windows) lengths.push_back(static_cast<std::int64_t>(w.ids.size()));
   std::vector<std::vector<std::size_t>> batches = bucketed_batches(lengths, kBatchWindows, nullptr);
 
-  std::vector<float> window_probs(windows.size() * k);  // (windows, K)
-  const int threads = omp_get_max_threads();
-  if (static_cast<int>(caches_.size()) < threads) caches_.resize(threads);
-  const std::ptrdiff_t n_batches = static_cast<std::ptrdiff_t>(batches.size());
-#pragma omp parallel for schedule(dynamic) if (n_batches > 1)
-  for (std::ptrdiff_t bi = 0; bi < n_batches; ++bi) {
-    const std::vector<std::size_t>& members = batches[bi];
+  std::vector<Batch> packed;
+  for (const std::vector<std::size_t>& members : batches) {
     std::vector<const std::vector<std::int32_t>*> seqs;
     for (std::size_t w : members) seqs.push_back(&windows[w].ids);
-    Batch batch = pack_batch(seqs, {});
-    CMatMap<float> probs = model_.net.predict(batch, caches_[omp_get_thread_num()]);
+    packed.push_back(pack_batch(seqs, {}));
+  }
+  std::vector<float> window_probs(windows.size() * k);  // (windows, K)
+  predict_batches<float>(model_.net, packed, caches_, [&](std::size_t b, const CMatMap<float>& probs) {
+    const std::vector<std::size_t>& members = batches[b];
     for (std::size_t r = 0; r < members.size(); ++r)
       for (std::size_t c = 0; c < k; ++c) window_probs[members[r] * k + c] = probs(static_cast<Index>(r), c);
-  }
+  });
 
   std::vector<Prediction> out(texts.size());
   std::vector<float> best(texts.size(), -1.0f);

@@ -94,6 +94,15 @@ std::string fmt(const char* format, double a, double b, double c) {
 
 }  // namespace
 
+float train_step(Bert<float>& net, AdamW<float>& adam, DataParallel<float>& runner, const Batch& batch,
+                 const DropoutRng& rng, double lr) {
+  float loss = runner.train(net, batch, &rng);
+  if (!std::isfinite(loss)) return loss;
+  clip_grad_norm(net.grads(), adam.config().clip_norm);
+  adam.step(net.params(), net.grads(), lr);
+  return loss;
+}
+
 std::string guess_positive(const std::vector<std::string>& labels) {
   for (const char* name : {"1", "true", "yes", "pos", "positive"})
     if (std::find(labels.begin(), labels.end(), name) != labels.end()) return name;
@@ -154,6 +163,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   const std::int64_t warmup = static_cast<std::int64_t>(std::llround(opt.warmup * double(total)));
   AdamW<float> adam(opt.adam, model.net.layout());
   ModelCache<float> cache;
+  DataParallel<float> runner;
   std::vector<float> best_params = model.net.params();
   DevScore best;
   std::int64_t best_epoch = 0, step = 0;
@@ -173,15 +183,11 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
     for (const auto& members : bucketed_batches(tr.lengths, static_cast<std::size_t>(opt.batch), &epoch_seed)) {
       Batch batch = batch_of(tr, members);
       DropoutRng rng{opt.seed, static_cast<std::uint64_t>(step), config.dropout};
-      model.net.zero_grad();
-      float loss = model.net.forward(batch, cache, &rng);
+      lr = opt.adam.lr * lr_multiplier(step, warmup, total);
+      float loss = train_step(model.net, adam, runner, batch, rng, lr);
       if (!std::isfinite(loss))
         throw Error("training diverged: the loss is not finite at step " + std::to_string(step + 1) +
                     " (try a lower --lr)");
-      model.net.backward(batch, cache);
-      clip_grad_norm(model.net.grads(), opt.adam.clip_norm);
-      lr = opt.adam.lr * lr_multiplier(step, warmup, total);
-      adam.step(model.net.params(), model.net.grads(), lr);
       ++step;
       examples_seen += batch.size;
       epoch_loss += loss * double(batch.size);

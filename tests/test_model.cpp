@@ -5,6 +5,7 @@
 #include "zibert/batching.hpp"
 #include "zibert/model.hpp"
 #include "zibert/optimizer.hpp"
+#include "zibert/parallel.hpp"
 
 using namespace zibert;
 using namespace zibert::test;
@@ -39,6 +40,7 @@ Batch tiny_batch() {
 TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "[model][gradcheck]") {
   double dropout = GENERATE(0.0, 0.2);
   int variant = GENERATE(0, 1, 2);  // BERT, shared Q = K, no position embeddings
+  bool all_rows = GENERATE(false, true);  // the last layer on [CLS] rows only, or on every row
   ModelConfig cfg = tiny_config(dropout);
   cfg.tie_qk = variant == 1;
   cfg.position = variant != 2;
@@ -47,6 +49,7 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   fill_uniform(net.params().data(), net.params().size(), 21, -0.5, 0.5);
   Batch batch = tiny_batch();
   ModelCache<double> cache;
+  cache.all_rows = all_rows;
   DropoutRng rng{5, 9, dropout};
   auto loss = [&] { return net.forward(batch, cache, &rng); };
   net.zero_grad();
@@ -54,7 +57,7 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   net.backward(batch, cache);
   std::vector<double> analytic = net.grads();
   for (const TensorInfo& t : net.layout()) {
-    INFO(t.name << " (dropout " << dropout << ", variant " << variant << ")");
+    INFO(t.name << " (dropout " << dropout << ", variant " << variant << ", all rows " << all_rows << ")");
     auto num = numeric_gradient(net.params().data() + t.offset, t.size, loss);
     if (t.name == "bert.embeddings.word_embeddings.weight") {
       // Rows of tokens absent from the batch, and [PAD], have zero gradient.
@@ -72,6 +75,54 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
     }
     CHECK(relative_error(analytic.data() + t.offset, num.data(), t.size) <= 1e-6);
   }
+}
+
+TEST_CASE("the [CLS]-only last layer gives the loss and gradients of the full one", "[model]") {
+  Bert<double> net(tiny_config(0.2));
+  fill_uniform(net.params().data(), net.params().size(), 22, -0.5, 0.5);
+  Batch batch = tiny_batch();
+  DropoutRng rng{7, 3, 0.2};
+  auto run = [&](bool all_rows, std::vector<double>& grads) {
+    ModelCache<double> cache;
+    cache.all_rows = all_rows;
+    net.zero_grad();
+    double loss = net.forward(batch, cache, &rng);
+    net.backward(batch, cache);
+    grads = net.grads();
+    return loss;
+  };
+  std::vector<double> g_cls, g_all;
+  double l_cls = run(false, g_cls), l_all = run(true, g_all);
+  CHECK(l_cls == Approx(l_all).epsilon(1e-13));
+  CHECK(relative_error(g_cls.data(), g_all.data(), g_cls.size()) < 1e-12);
+}
+
+TEST_CASE("a batch split over threads gives the loss and gradients of the whole batch", "[model][parallel]") {
+  int parts = GENERATE(2, 3);
+  ModelConfig cfg = tiny_config(0.2);
+  cfg.vocab_size = 20;
+  Bert<double> net(cfg);
+  fill_uniform(net.params().data(), net.params().size(), 23, -0.5, 0.5);
+  Rng r(4);
+  std::vector<std::vector<std::int32_t>> seqs;
+  std::vector<std::int32_t> labels;
+  for (int i = 0; i < 7; ++i) {
+    std::vector<std::int32_t> ids;
+    for (std::uint64_t j = 0, len = 1 + r.below(5); j < len; ++j) ids.push_back(static_cast<std::int32_t>(5 + r.below(15)));
+    seqs.push_back(with_specials(ids, cfg.max_len));
+    labels.push_back(static_cast<std::int32_t>(r.below(3)));
+  }
+  std::vector<const std::vector<std::int32_t>*> ptrs;
+  for (const auto& s : seqs) ptrs.push_back(&s);
+  Batch batch = pack_batch(ptrs, labels);
+  DropoutRng rng{7, 3, 0.2};
+  DataParallel<double> one(1), split(parts);
+  double l1 = one.train(net, batch, &rng);
+  std::vector<double> g1 = net.grads();
+  double l2 = split.train(net, batch, &rng);
+  INFO(parts << " parts");
+  CHECK(l2 == Approx(l1).epsilon(1e-13));
+  CHECK(relative_error(net.grads().data(), g1.data(), g1.size()) < 1e-12);
 }
 
 TEST_CASE("padding does not change a sequence's prediction", "[model]") {

@@ -16,6 +16,11 @@ struct AttentionCache {
   Buffer<T> dctx;   // (B*T, C) backward scratch
   Buffer<T> dprobs; // (threads*T, T) backward scratch, one (T,T) block per thread
   Buffer<T> key_bias_grad;  // (1, C) saved across the qkv backward
+  // [CLS]-only queries (forward_cls): the qkv buffer holds k | v, these the rest
+  Buffer<T> xcls;   // (B, C) the [CLS] rows of x
+  Buffer<T> qcls;   // (B, C) their queries
+  Buffer<T> dqcls;  // (B, C) backward scratch
+  Buffer<T> dxcls;  // (B, C) backward scratch
 };
 
 template <class T>
@@ -34,6 +39,16 @@ struct SelfAttention {
   // q|k|v = x Wqkvᵀ + bqkv. Writes dx; accumulates parameter gradients.
   void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
                 Ref<T> dx) const;
+
+  // The same with only each sequence's first token ([CLS]) as query, which is
+  // all a classifier's last layer needs: keys and values still come from
+  // every row of x (B*T, C), y is (B, C). cache.probs is then (B*H, T).
+  // Not for tied projections.
+  void forward_cls(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
+                   Ref<T> y) const;
+  // dy (B, C) → dx (B*T, C); accumulates parameter gradients.
+  void backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
+                    Ref<T> dx) const;
 };
 
 }  // namespace zibert

@@ -43,8 +43,12 @@ struct DropoutRng {
   std::uint64_t step = 0;
   double p = 0.0;
 };
-// mask[i] = 0 with probability p, else 1/(1−p).
-template <class T> void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask);
+// mask[i] = 0 with probability p, else 1/(1−p). Row i of the mask draws as
+// row first_row + i·row_step, so a batch split into parts, or only its
+// [CLS] rows, gets the masks of the whole.
+template <class T>
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row = 0,
+                  std::uint64_t row_step = 1);
 
 // Mean softmax cross-entropy over rows; writes probs and returns the loss.
 template <class T>

@@ -45,6 +45,7 @@ struct Batch {
   Index seq = 0;                     // T
   std::vector<std::int32_t> ids;     // (B*T)
   std::vector<std::int32_t> labels;  // (B), may be empty for inference
+  Index first = 0;                   // position of this batch's first example in a larger batch it is part of
 };
 
 template <class T>
@@ -66,15 +67,21 @@ struct EncoderLayerCache {
 
 template <class T>
 struct ModelCache {
+  // The loss and the logits depend on the last layer's [CLS] rows only, so by
+  // default the last layer computes just those (keys and values still from
+  // every token). all_rows computes every row, for attention maps (explain).
+  bool all_rows = false;
   Index batch = 0, seq = 0;
   bool dropout_on = false;
+  bool cls_only = false;  // how the last forward pass ran
   std::vector<std::uint8_t> key_valid;  // (B*T)
   Buffer<T> emb_sum;    // (N, C) word + position embedding
   Buffer<T> emb_xhat;   // (N, C)
   Buffer<T> emb_rstd;   // (N, 1)
   Buffer<T> emb_drop;   // (N, C)
   std::vector<EncoderLayerCache<T>> layers;
-  Buffer<T> hidden;     // ((L+1)*N, C) each layer's output, [0] = embeddings
+  Buffer<T> hidden;     // ((L+1)*N, C) each layer's output, [0] = embeddings;
+                        // with cls_only the last block's first B rows hold the [CLS] rows
   Buffer<T> cls;        // (B, C) [CLS] rows of the last layer
   Buffer<T> pooled;     // (B, C) tanh(pooler)
   Buffer<T> pool_drop;  // (B, C)
@@ -109,6 +116,10 @@ class Bert {
   Bert(Bert&&) noexcept = default;
   Bert& operator=(Bert&&) noexcept = default;
 
+  // A replica for data-parallel work: it reads source's parameters in place
+  // (source must outlive it and keep its buffer) and has gradients of its own.
+  static Bert replica(const Bert& source);
+
   // N(0, 0.02) matrices, zero biases, LayerNorm γ = 1, β = 0.
   void init_weights(std::uint64_t seed);
 
@@ -137,6 +148,7 @@ class Bert {
   std::vector<TensorInfo> layout_;
   std::vector<T> params_;  // flat, layout_ order
   std::vector<T> grads_;   // same length
+  const T* shared_ = nullptr;  // a replica's source parameters (params_ is then empty)
   Param<T> word_emb_, pos_emb_;
   LayerNorm<T> emb_ln_;
   std::vector<EncoderLayer<T>> layers_;

@@ -8,6 +8,7 @@
 #include "zibert/dataset.hpp"
 #include "zibert/model_file.hpp"
 #include "zibert/optimizer.hpp"
+#include "zibert/parallel.hpp"
 #include "zibert/progress.hpp"
 
 namespace zibert {
@@ -35,6 +36,12 @@ struct DevScore {
 // starting weights, vocabulary and labels.
 Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& options,
                             Progress& progress, const Classifier* init = nullptr);
+
+// One optimisation step on a labelled batch: forward with dropout, backward,
+// gradient clipping, AdamW at learning rate lr. A non-finite loss leaves the
+// weights untouched. Returns the loss.
+float train_step(Bert<float>& net, AdamW<float>& adam, DataParallel<float>& runner, const Batch& batch,
+                 const DropoutRng& rng, double lr);
 
 // The positive label guessed for a binary label set: "1", "true", "yes", "pos"
 // or "positive" if present, else the second in sorted order.

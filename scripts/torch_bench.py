@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""The PyTorch side of scripts/bench-vs-pytorch: the model zibert trains
+(DESIGN §3: post-LN BERT, exact-erf GELU, LayerNorm eps 1e-12, tanh pooler on
+[CLS], dropout 0.1) written as a PyTorch user would, trained with AdamW (decay
+on matrices only), linear warmup/decay and gradient clipping, on the same
+labelled TSV in batches formed the same way as zibert's (length-bucketed).
+Prints one JSON object with the same fields as `zibert bench --json`.
+
+usage: scripts/torch_bench.py --data F.tsv --threads N --batch B --seconds S
+                              --layers L --heads H --dim C --ffn F --max-len T
+"""
+import argparse
+import json
+import math
+import random
+import resource
+import sys
+import time
+import unicodedata
+
+import torch
+import torch.nn.functional as Fn
+
+PAD, UNK, CLS, SEP, NUM_SPECIAL = 0, 1, 2, 3, 5
+
+
+class Bert(torch.nn.Module):
+    def __init__(self, vocab, max_len, dim, heads, ffn, layers, labels, dropout=0.1):
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.word = torch.nn.Embedding(vocab, dim, padding_idx=PAD)
+        self.pos = torch.nn.Embedding(max_len, dim)
+        self.emb_ln = torch.nn.LayerNorm(dim, eps=1e-12)
+        self.layers = torch.nn.ModuleList()
+        for _ in range(layers):
+            self.layers.append(torch.nn.ModuleDict(dict(
+                qkv=torch.nn.Linear(dim, 3 * dim),  # Q, K and V fused: PyTorch's best case
+                out=torch.nn.Linear(dim, dim), ln1=torch.nn.LayerNorm(dim, eps=1e-12),
+                up=torch.nn.Linear(dim, ffn), down=torch.nn.Linear(ffn, dim),
+                ln2=torch.nn.LayerNorm(dim, eps=1e-12))))
+        self.pooler = torch.nn.Linear(dim, dim)
+        self.classifier = torch.nn.Linear(dim, labels)
+        for name, p in self.named_parameters():
+            if "ln" in name:
+                torch.nn.init.ones_(p) if name.endswith("weight") else torch.nn.init.zeros_(p)
+            elif name.endswith("bias"):
+                torch.nn.init.zeros_(p)
+            else:
+                torch.nn.init.normal_(p, 0.0, 0.02)
+
+    def forward(self, ids):
+        B, T = ids.shape
+        C = self.word.embedding_dim
+        H, D = self.heads, C // self.heads
+        drop = lambda x: Fn.dropout(x, self.dropout, self.training)
+        mask = (ids == PAD)[:, None, None, :]  # (B, 1, 1, T): [PAD] keys
+        x = drop(self.emb_ln(self.word(ids) + self.pos.weight[:T]))
+        for layer in self.layers:
+            q, k, v = layer["qkv"](x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 × (B, H, T, D)
+            s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
+            p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
+            a = (p @ v).transpose(1, 2).reshape(B, T, C)
+            x = layer["ln1"](x + drop(layer["out"](a)))
+            x = layer["ln2"](x + drop(layer["down"](Fn.gelu(layer["up"](x)))))
+        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return self.classifier(drop(pooled))
+
+
+def load(path, max_len):
+    texts, labels = [], []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            label, text = line.split("\t", 1)
+            texts.append(unicodedata.normalize("NFKC", text))
+            labels.append(label)
+    counts = {}
+    for t in texts:
+        for ch in t:
+            counts[ch] = counts.get(ch, 0) + 1
+    chars = sorted(counts, key=lambda ch: (-counts[ch], ord(ch)))
+    vocab = {ch: NUM_SPECIAL + i for i, ch in enumerate(chars)}
+    label_ids = {name: i for i, name in enumerate(sorted(set(labels)))}
+    seqs = [[CLS] + [vocab.get(ch, UNK) for ch in t][: max_len - 2] + [SEP] for t in texts]
+    return seqs, [label_ids[l] for l in labels], NUM_SPECIAL + len(chars), max(2, len(label_ids))
+
+
+def plan(lengths, batch, seed):
+    """Length-bucketed batches as zibert forms them: shuffled, sorted by length
+    in pools of 50 batches, batch order shuffled (seed), or sorted (None)."""
+    order = list(range(len(lengths)))
+    if seed is None:
+        order.sort(key=lambda i: lengths[i])
+        return [order[i:i + batch] for i in range(0, len(order), batch)]
+    rng = random.Random(seed)
+    rng.shuffle(order)
+    pool = 50 * batch
+    batches = []
+    for start in range(0, len(order), pool):
+        chunk = sorted(order[start:start + pool], key=lambda i: lengths[i])
+        batches += [chunk[i:i + batch] for i in range(0, len(chunk), batch)]
+    rng.shuffle(batches)
+    return batches
+
+
+def pack(seqs, labels, members):
+    T = max(len(seqs[i]) for i in members)
+    ids = torch.zeros((len(members), T), dtype=torch.long)
+    for r, i in enumerate(members):
+        ids[r, :len(seqs[i])] = torch.tensor(seqs[i])
+    return ids, torch.tensor([labels[i] for i in members])
+
+
+def forward_flops(a, n, labels):
+    per_token = 2 * a.dim * a.dim * 4 + 4 * a.dim * a.ffn
+    return a.layers * (n * per_token + 4 * n * n * a.dim) + 2 * a.dim * a.dim + 2 * a.dim * labels
+
+
+def run_phase(batches, seqs, step, seconds, flop_factor, a, labels):
+    packed = [pack(seqs, labels_all, m) for m in batches for labels_all in [LABELS]]
+    for i in range(2):
+        step(*packed[i % len(packed)])
+    res = dict(steps=0, examples=0, tokens=0, padded=0, flops=0.0)
+    nxt = 2 % len(packed)
+    start = time.perf_counter()
+    while res["steps"] < 3 or time.perf_counter() - start < seconds:
+        ids, y = packed[nxt]
+        for i in batches[nxt]:
+            res["tokens"] += len(seqs[i])
+            res["flops"] += flop_factor * forward_flops(a, len(seqs[i]), labels)
+        step(ids, y)
+        res["steps"] += 1
+        res["examples"] += ids.shape[0]
+        res["padded"] += ids.numel()
+        nxt = (nxt + 1) % len(packed)
+    secs = time.perf_counter() - start
+    gflops = res["flops"] / secs / 1e9
+    return dict(seconds=secs, steps=res["steps"], examples=res["examples"], examples_per_s=res["examples"] / secs,
+                tokens_per_s=res["tokens"] / secs, padding=1 - res["tokens"] / res["padded"], gflops=gflops,
+                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+LABELS = None
+
+
+def main():
+    global LABELS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    for name, default in [("threads", 2), ("batch", 32), ("layers", 2), ("heads", 4), ("dim", 64), ("ffn", 256),
+                          ("max-len", 128), ("seed", 1)]:
+        ap.add_argument("--" + name, type=int, default=default)
+    ap.add_argument("--seconds", type=float, default=5)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    seqs, LABELS, vocab, n_labels = load(a.data, a.max_len)
+    lengths = [len(s) for s in seqs]
+    model = Bert(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers, n_labels)
+    params = sum(p.numel() for p in model.parameters())
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([dict(params=decay, weight_decay=0.01), dict(params=no_decay, weight_decay=0.0)],
+                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / 100))
+
+    def train_step(ids, y):
+        opt.zero_grad(set_to_none=True)
+        loss = Fn.cross_entropy(model(ids), y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+
+    def infer_step(ids, y):
+        with torch.inference_mode():
+            torch.softmax(model(ids), dim=-1)
+
+    model.train()
+    train = run_phase(plan(lengths, a.batch, a.seed), seqs, train_step, a.seconds, 3.0, a, n_labels)
+    model.eval()
+    infer = run_phase(plan(lengths, a.batch, None), seqs, infer_step, a.seconds, 1.0, a, n_labels)
+    print(json.dumps(dict(torch=torch.__version__, threads=torch.get_num_threads(), parameters=params,
+                          vocab_size=vocab, train=train, inference=infer)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+#include "zibert/parallel.hpp"
+
+#include <omp.h>
+
+#include <cmath>
+#include <exception>
+
+namespace zibert {
+
+template <class T>
+DataParallel<T>::DataParallel(int parts) : parts_(parts > 0 ? parts : omp_get_max_threads()) {}
+
+template <class T>
+T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng) {
+  const Index parts = std::min<Index>(parts_, batch.size);
+  if (caches_.size() < static_cast<std::size_t>(std::max<Index>(parts, 1))) caches_.resize(std::max<Index>(parts, 1));
+  if (parts <= 1) {
+    net.zero_grad();
+    T loss = net.forward(batch, caches_[0], rng);
+    if (std::isfinite(loss)) net.backward(batch, caches_[0]);
+    return loss;
+  }
+  if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(parts) ||
+      replicas_.front().params().size() != 0 || replicas_.front().grads().size() != net.params().size()) {
+    replicas_.clear();
+    for (Index p = 0; p < parts; ++p) replicas_.push_back(Bert<T>::replica(net));
+    bound_ = net.params().data();
+  }
+  pieces_.resize(static_cast<std::size_t>(parts));
+  const Index seq = batch.seq;
+  for (Index p = 0; p < parts; ++p) {
+    const Index b0 = batch.size * p / parts, b1 = batch.size * (p + 1) / parts;
+    Batch& piece = pieces_[p];
+    piece.size = b1 - b0;
+    piece.seq = seq;
+    piece.first = batch.first + b0;
+    piece.ids.assign(batch.ids.begin() + b0 * seq, batch.ids.begin() + b1 * seq);
+    piece.labels.assign(batch.labels.begin() + b0, batch.labels.begin() + b1);
+  }
+  std::vector<T> losses(static_cast<std::size_t>(parts));
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static, 1)
+  for (Index p = 0; p < parts; ++p) {
+    try {
+      Bert<T>& r = replicas_[p];
+      r.zero_grad();
+      losses[p] = r.forward(pieces_[p], caches_[p], rng);
+      if (std::isfinite(losses[p])) r.backward(pieces_[p], caches_[p]);
+    } catch (...) {
+#pragma omp critical(zibert_data_parallel_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+
+  std::vector<T> weight(static_cast<std::size_t>(parts));
+  T loss = 0;
+  for (Index p = 0; p < parts; ++p) {
+    weight[p] = T(pieces_[p].size) / T(batch.size);
+    loss += weight[p] * losses[p];
+  }
+  if (!std::isfinite(loss)) return loss;
+  std::vector<T>& grads = net.grads();
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(grads.size());
+#pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    T sum = 0;
+    for (Index p = 0; p < parts; ++p) sum += weight[p] * replicas_[p].grads()[i];
+    grads[i] = sum;
+  }
+  return loss;
+}
+
+template <class T>
+void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std::vector<ModelCache<T>>& caches,
+                     const std::function<void(std::size_t, const CMatMap<T>&)>& take) {
+  const int threads = omp_get_max_threads();
+  if (static_cast<int>(caches.size()) < threads) caches.resize(threads);
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(batches.size());
+  std::exception_ptr error;
+#pragma omp parallel for schedule(dynamic) if (n > 1)
+  for (std::ptrdiff_t b = 0; b < n; ++b) {
+    try {
+      take(static_cast<std::size_t>(b), net.predict(batches[b], caches[omp_get_thread_num()]));
+    } catch (...) {
+#pragma omp critical(zibert_predict_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+template class DataParallel<float>;
+template class DataParallel<double>;
+template void predict_batches<float>(const Bert<float>&, const std::vector<Batch>&, std::vector<ModelCache<float>>&,
+                                     const std::function<void(std::size_t, const CMatMap<float>&)>&);
+template void predict_batches<double>(const Bert<double>&, const std::vector<Batch>&, std::vector<ModelCache<double>>&,
+                                      const std::function<void(std::size_t, const CMatMap<double>&)>&);
+
+}  // namespace zibert
