@@ -114,7 +114,7 @@ def pack(seqs, labels, members):
 
 
 def forward_flops(a, n, labels):
-    per_token = 2 * a.dim * a.dim * 4 + 4 * a.dim * a.ffn
+    per_token = 2 * a.dim * a.dim * 4 + 4 * a.dim * a.ffn  # every row of every layer, as PyTorch computes them
     return a.layers * (n * per_token + 4 * n * n * a.dim) + 2 * a.dim * a.dim + 2 * a.dim * labels
 
 

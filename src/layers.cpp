@@ -9,8 +9,10 @@ namespace zibert {
 
 template <class T>
 void Linear<T>::forward(const CRef<T>& x, Ref<T> y) const {
-  y.noalias() = x * weight.w().transpose();
-  y.rowwise() += bias.row();
+  // The bias first, then the product added: one pass fewer than a product
+  // (which zeroes y first) followed by a bias pass.
+  y.rowwise() = bias.row();
+  y.noalias() += x * weight.w().transpose();
 }
 
 template <class T>

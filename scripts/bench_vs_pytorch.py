@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""zibert against PyTorch: the same post-LN BERT, the same generated TSV, the
+same batch, optimiser and number of threads, one after the other in one run.
+Each side runs --rounds times per shape, alternating, and its median is kept.
+
+usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5]
+                                [--rounds 3] [--texts 4096] [--json]
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ZIBERT = os.path.join(ROOT, "build", "zibert")
+SHAPES = [("shipped", dict(layers=2, heads=4, dim=64, ffn=256)),
+          ("C=128", dict(layers=4, heads=4, dim=128, ffn=512))]
+MAX_LEN = 128
+
+
+def write_data(path, texts, seed):
+    """Random CJK texts, 8-126 characters uniform, over 3000 characters."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(texts):
+            n = rng.randint(8, MAX_LEN - 2)
+            text = "".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(n))
+            f.write(f"{rng.randint(0, 1)}\t{text}\n")
+
+
+def shape_flags(shape):
+    return [f"--{k}={v}" for k, v in shape.items()] + [f"--max-len={MAX_LEN}"]
+
+
+def run_zibert(args, data, shape):
+    cmd = [ZIBERT, "bench", "--data", data, "--json", "--threads", str(args.threads), "--batch", str(args.batch),
+           "--seconds", str(args.seconds)] + shape_flags(shape)
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def run_torch(args, data, shape):
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
+    cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "torch_bench.py"), "--data", data, "--threads",
+           str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(shape)
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
+
+
+def median_of(runs, phase, key):
+    return statistics.median(r[phase][key] for r in runs)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--texts", type=int, default=4096)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "bench.tsv")
+        write_data(data, args.texts, 1)
+        for name, shape in SHAPES:
+            z, t = [], []
+            for r in range(args.rounds):
+                print(f"bench-vs-pytorch: {name} round {r + 1}/{args.rounds}", file=sys.stderr)
+                z.append(run_zibert(args, data, shape))
+                t.append(run_torch(args, data, shape))
+            row = dict(shape=name, **shape, max_len=MAX_LEN, batch=args.batch, threads=args.threads,
+                       torch=t[0]["torch"], ceiling_gflops=statistics.median(x["ceiling"]["gflops"] for x in z))
+            for phase in ("train", "inference"):
+                zs, ts = median_of(z, phase, "examples_per_s"), median_of(t, phase, "examples_per_s")
+                row[phase] = dict(zibert_examples_per_s=zs, torch_examples_per_s=ts, ratio=zs / ts,
+                                  zibert_gflops=median_of(z, phase, "gflops"),
+                                  zibert_ceiling_fraction=median_of(z, phase, "ceiling_fraction"),
+                                  torch_gflops=median_of(t, phase, "gflops"),
+                                  zibert_peak_rss_mb=median_of(z, phase, "peak_rss_mb"),
+                                  torch_peak_rss_mb=median_of(t, phase, "peak_rss_mb"))
+            results.append(row)
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"{args.texts} generated texts of 8-126 characters, batch {args.batch}, {args.threads} threads, "
+          f"median of {args.rounds} rounds of {args.seconds:g} s per phase; PyTorch {results[0]['torch']}")
+    print(f"{'shape':<28} {'phase':<10} {'zibert ex/s':>11} {'PyTorch ex/s':>12} {'ratio':>6} "
+          f"{'zibert GFLOP/s':>14} {'of ceiling':>10} {'PyTorch GFLOP/s':>15}")
+    for row in results:
+        label = f"{row['shape']} L{row['layers']} H{row['heads']} C{row['dim']} F{row['ffn']}"
+        for phase in ("train", "inference"):
+            p = row[phase]
+            print(f"{label:<28} {phase:<10} {p['zibert_examples_per_s']:>11.0f} {p['torch_examples_per_s']:>12.0f} "
+                  f"{p['ratio']:>5.1f}x {p['zibert_gflops']:>14.1f} {100 * p['zibert_ceiling_fraction']:>9.1f}% "
+                  f"{p['torch_gflops']:>15.1f}")
+        print(f"{'':<28} ceiling    {row['ceiling_gflops']:.1f} GFLOP/s (zibert's sgemm, same threads)")
+
+
+if __name__ == "__main__":
+    main()

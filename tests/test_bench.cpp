@@ -1,0 +1,71 @@
+// zibert bench: the FLOP count, and the command's report.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "zibert/bench.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+
+TEST_CASE("bench counts the products of a forward pass by hand", "[bench]") {
+  ModelConfig c;
+  c.dim = 4;
+  c.ffn = 8;
+  c.layers = 2;
+  c.labels = 2;
+  // per token: q,k,v,out 4·(2·4·4) = 128, up and down 2·(2·4·8) = 128; attention 4·n²·C
+  const double layer = 5 * 256 + 4 * 25 * 4, head = 2 * 16 + 2 * 4 * 2;
+  CHECK(forward_flops(c, 5, false) == Approx(2 * layer + head));
+  // [CLS]-only last layer: k,v for 5 tokens, q and out for one, its attention row, its FFN
+  const double last = 5 * (2 * 2 * 4 * 4) + 2 * 16 + 4 * 5 * 4 + 2 * 16 + 2 * (2 * 4 * 8);
+  CHECK(forward_flops(c, 5, true) == Approx(layer + last + head));
+  c.tie_qk = true;  // tied models run every row
+  CHECK(forward_flops(c, 5, true) == Approx(forward_flops(c, 5, false)));
+}
+
+TEST_CASE("zibert bench reports throughput and the ceiling as JSON and as a table", "[bench][cli]") {
+  const std::string shape = " --layers 1 --heads 2 --dim 16 --ffn 32 --max-len 32 --batch 8 --texts 64"
+                            " --seconds 0.2 --ceiling-size 128 --threads 2";
+  RunResult r = run_zibert("bench --json" + shape);
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model"]["dim"] == 16);
+  CHECK(j["threads"] == 2);
+  const double ceiling = j["ceiling"]["gflops"];
+  CHECK(ceiling > 0);
+  for (const char* phase : {"train", "inference"}) {
+    INFO(phase);
+    const auto& p = j[phase];
+    CHECK(p["steps"].get<int>() >= 3);
+    CHECK(p["examples_per_s"].get<double>() > 0);
+    CHECK(p["tokens_per_s"].get<double>() > p["examples_per_s"].get<double>());
+    CHECK(p["ceiling_fraction"].get<double>() == Approx(p["gflops"].get<double>() / ceiling));
+    CHECK(p["peak_rss_mb"].get<double>() > 0);
+    CHECK(p["padding"].get<double>() >= 0);
+    CHECK(p["padding"].get<double>() < 1);
+  }
+  r = run_zibert("bench --train-only" + shape);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("training") != std::string::npos);
+  CHECK(r.out.find("inference") == std::string::npos);
+  CHECK(r.out.find("ceiling") != std::string::npos);
+}
+
+TEST_CASE("zibert bench takes texts from a file and rejects bad options", "[bench][cli]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/d.tsv", "1\t佛跳墙好吃\n0\t今天天气很好\n1\t一坛佛跳墙\n");
+  const std::string shape = " --layers 1 --heads 2 --dim 8 --ffn 16 --max-len 16 --seconds 0.1 --ceiling-size 64";
+  RunResult r = run_zibert("bench --json --data " + dir + "/d.tsv" + shape);
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model"]["vocab_size"] == 5 + 11);  // the specials and the 11 distinct characters
+  CHECK(j["data"].get<std::string>().find("3 texts") != std::string::npos);
+  for (const char* bad : {" --lengths 9-3", " --lengths x", " --lengths 1-200", " --heads 3", " --seconds 0",
+                          " --train-only --infer-only", " --data /nonexistent.tsv"}) {
+    INFO(bad);
+    r = run_zibert("bench" + shape + bad);
+    CHECK(r.status == 2);
+    CHECK(r.err.rfind("zibert: error: ", 0) == 0);
+  }
+}
