@@ -1,5 +1,6 @@
 // zibert train: labelled data in, model file out.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 
 #include "cli.hpp"
@@ -10,34 +11,110 @@ namespace zibert::cli {
 namespace {
 
 struct TrainCli {
-  std::string data, dev, out, init;
+  std::string data, dev, out, init, resume, checkpoint;
   TrainOptions train;
   double holdout = 0.1;
   int threads = 0;
   bool quiet = false;
 };
 
+// SIGINT/SIGTERM ask training to stop after the current step and save a
+// checkpoint; a second one ends the process at once (the atomic writes still
+// leave every file whole).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+
 int run_train(const TrainCli& o) {
+  TrainCli c = o;
   TrainOptions opt = o.train;
-  opt.threads = apply_threads(o.threads);
-  // Fail before any work when the result could not be written.
-  check_output_path(o.out);
+  std::optional<Checkpoint> resume;
+  if (!o.resume.empty()) {
+    // Everything comes from the checkpoint: options, data, output paths.
+    resume = load_checkpoint(o.resume);
+    const nlohmann::json& st = resume->state();
+    try {
+      const nlohmann::json& run = st.at("run");
+      opt = options_from_json(st.at("options"));
+      c.data = run.at("data").get<std::string>();
+      c.dev = run.at("dev").get<std::string>();
+      c.holdout = run.at("holdout").get<double>();
+      c.out = run.at("out").get<std::string>();
+      opt.log_path = run.at("log").get<std::string>();
+      c.checkpoint = o.resume;
+      if (file_fingerprint(c.data) != run.at("data_fingerprint").get<std::string>())
+        throw Error(c.data + ": changed since the checkpoint was written; --resume needs the same data");
+      if (!c.dev.empty() && file_fingerprint(c.dev) != run.at("dev_fingerprint").get<std::string>())
+        throw Error(c.dev + ": changed since the checkpoint was written; --resume needs the same data");
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(o.resume + ": the checkpoint's training state is damaged (" + std::string(e.what()) + ")");
+    }
+    opt.threads = apply_threads(opt.threads);  // the split over threads shapes the arithmetic
+  } else {
+    if (c.data.empty() || c.out.empty()) throw Error("train needs --data and --out (or --resume CHECKPOINT)");
+    opt.threads = apply_threads(o.threads);
+  }
+  opt.interrupt_at_step = o.train.interrupt_at_step;
+  opt.checkpoint_path = c.checkpoint.empty() ? c.out + ".ckpt" : c.checkpoint;
+  // Fail before any work when a result could not be written.
+  check_output_path(c.out);
+  check_output_path(opt.checkpoint_path);
   if (!opt.log_path.empty()) check_output_path(opt.log_path);
-  Dataset train = read_dataset(o.data);
+  Dataset train = read_dataset(c.data);
   Dataset dev;
-  if (!o.dev.empty())
-    dev = read_dataset(o.dev);
+  if (!c.dev.empty())
+    dev = read_dataset(c.dev);
   else
-    split_holdout(train, dev, o.holdout, opt.seed);
+    split_holdout(train, dev, c.holdout, opt.seed);
+  opt.run = {{"data", c.data},
+             {"dev", c.dev},
+             {"holdout", c.holdout},
+             {"out", c.out},
+             {"log", opt.log_path},
+             {"data_fingerprint", file_fingerprint(c.data)},
+             {"dev_fingerprint", c.dev.empty() ? "" : file_fingerprint(c.dev)}};
   std::optional<Classifier> init;
-  if (!o.init.empty()) init = load_model(o.init);
+  if (!c.init.empty()) init = load_model(c.init);
   Progress progress(o.quiet);
+  install_stop_handlers();
+  opt.stop_signal = [] { return static_cast<int>(g_stop_signal); };
   auto started = std::chrono::steady_clock::now();
-  Classifier model = train_classifier(train, dev, opt, progress, init ? &*init : nullptr);
-  save_model(o.out, model);
+  std::optional<Classifier> trained;
+  try {
+    trained.emplace(train_classifier(train, dev, opt, progress, init ? &*init : nullptr, resume ? &*resume : nullptr));
+  } catch (const Interrupted& stop) {
+    std::string where = stop.checkpoint.empty()
+                            ? ""
+                            : "; checkpoint saved to " + stop.checkpoint + "; continue with: zibert train --resume " +
+                                  stop.checkpoint;
+    std::fprintf(stderr, "zibert: interrupted by %s after step %lld%s\n", signal_name(stop.signal),
+                 static_cast<long long>(stop.step), where.c_str());
+    return 128 + stop.signal;
+  }
+  const Classifier& model = *trained;
+  save_model(c.out, model);
+  std::remove(opt.checkpoint_path.c_str());  // the model is the result; the run's state is done with
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   char line[256];
-  std::snprintf(line, sizeof line, "saved %s (best epoch %lld, dev accuracy %.4f) in %s", o.out.c_str(),
+  std::snprintf(line, sizeof line, "saved %s (best epoch %lld, dev accuracy %.4f) in %s", c.out.c_str(),
                 static_cast<long long>(model.training["best_epoch"].get<std::int64_t>()),
                 model.training["dev_accuracy"].get<double>(), format_duration(secs).c_str());
   progress.message(line);
@@ -54,11 +131,18 @@ Runner setup_train(CLI::App& app) {
       "Data: TSV label<TAB>text[<TAB>category] (optional header naming the columns),\n"
       "fastText '__label__X text', or JSONL {\"text\":…,\"label\":…}; detected by content.\n\n"
       "Example:\n  zibert train --data train.tsv --dev dev.tsv --out my.safetensors --epochs 5");
-  app.add_option("--data", o->data, "Training data file")->required()->check(CLI::ExistingFile);
+  app.add_option("--data", o->data, "Training data file (required unless --resume)")->check(CLI::ExistingFile);
   app.add_option("--dev", o->dev, "Dev data (default: a seeded 10% hold-out of --data)")->check(CLI::ExistingFile);
   app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(CLI::Range(0.01, 0.5))
       ->capture_default_str();
-  app.add_option("--out", o->out, "Model file to write (safetensors)")->required();
+  app.add_option("--out", o->out, "Model file to write (safetensors; required unless --resume)");
+  app.add_option("--checkpoint", o->checkpoint, "Where to keep the training state (default OUT.ckpt): written "
+                                                "atomically after each epoch and on SIGINT/SIGTERM, removed at the end");
+  CLI::Option* resume = app.add_option("--resume", o->resume, "Continue an interrupted run from its checkpoint, with "
+                                        "its options and data (it refuses other training flags)")
+                            ->check(CLI::ExistingFile);
+  app.add_option("--interrupt-at-step", o->train.interrupt_at_step, "Testing: send SIGINT to itself after this step")
+      ->group("");
   CLI::Option* init = app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels "
                                      "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);
   app.add_option("--layers", s.layers, "Encoder layers")->check(CLI::Range(1, 64))->capture_default_str();
@@ -93,6 +177,12 @@ Runner setup_train(CLI::App& app) {
   app.add_flag("-q,--quiet", o->quiet, "No progress output");
   app.add_option("--log", o->train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "
                                               "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
+  // A resumed run takes everything from its checkpoint.
+  for (CLI::Option* opt : app.get_options())
+    if (opt != resume && opt->get_lnames() != std::vector<std::string>{"quiet"} &&
+        opt->get_lnames() != std::vector<std::string>{"interrupt-at-step"} &&
+        opt->get_lnames() != std::vector<std::string>{"help"} && !opt->get_lnames().empty())
+      resume->excludes(opt);
   return [o] { return run_train(*o); };
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -73,6 +74,18 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(name.data());
     throw Error(path + ": rename failed: " + why);
   }
+}
+
+std::string file_fingerprint(const std::string& path) {
+  MappedFile file(path);
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (char ch : file.bytes()) {
+    h ^= static_cast<unsigned char>(ch);
+    h *= 0x100000001b3ULL;
+  }
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 std::ifstream open_input(const std::string& path) {

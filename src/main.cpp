@@ -1,6 +1,7 @@
 // zibert: a character-level BERT text classifier for the shell.
 #include <malloc.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <map>
@@ -14,6 +15,9 @@ int main(int argc, char** argv) {
   // step ~4 % (perf).
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
+  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported like
+  // a full disk, instead of killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"zibert: a character-level BERT text classifier.\n\n"
                "  zibert classify notes.txt\n"
                "  zibert train --data train.tsv --dev dev.tsv --out my.safetensors\n"

@@ -12,7 +12,7 @@ double lr_multiplier(std::int64_t step, std::int64_t warmup, std::int64_t total)
 }
 
 template <class T>
-double clip_grad_norm(std::vector<T>& grads, double max_norm) {
+double clip_grad_norm(AlignedVector<T>& grads, double max_norm) {
   double sum = 0;
   for (T g : grads) sum += double(g) * double(g);
   double norm = std::sqrt(sum);
@@ -35,7 +35,7 @@ AdamW<T>::AdamW(const AdamWConfig& config, const std::vector<TensorInfo>& layout
 }
 
 template <class T>
-void AdamW<T>::step(std::vector<T>& params, const std::vector<T>& grads, double lr) {
+void AdamW<T>::step(AlignedVector<T>& params, const AlignedVector<T>& grads, double lr) {
   ++t_;
   const double b1 = config_.beta1, b2 = config_.beta2;
   const double bias1 = 1.0 - std::pow(b1, double(t_));
@@ -55,8 +55,8 @@ void AdamW<T>::step(std::vector<T>& params, const std::vector<T>& grads, double 
   }
 }
 
-template double clip_grad_norm<float>(std::vector<float>&, double);
-template double clip_grad_norm<double>(std::vector<double>&, double);
+template double clip_grad_norm<float>(AlignedVector<float>&, double);
+template double clip_grad_norm<double>(AlignedVector<double>&, double);
 template class AdamW<float>;
 template class AdamW<double>;
 

@@ -60,7 +60,7 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
     loss += weight[p] * losses[p];
   }
   if (!std::isfinite(loss)) return loss;
-  std::vector<T>& grads = net.grads();
+  AlignedVector<T>& grads = net.grads();
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(grads.size());
 #pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static)
   for (std::ptrdiff_t i = 0; i < n; ++i) {

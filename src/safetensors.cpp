@@ -45,6 +45,28 @@ void SafeTensor::copy_to(float* out) const {
   if (count) std::memcpy(out, bytes, 4 * count);
 }
 
+std::size_t json_nesting_depth(std::string_view json) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : json) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (ch == '\\')
+        escaped = true;
+      else if (ch == '"')
+        in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) {
   auto bad = [&](const std::string& what) { return Error(name + ": not a valid safetensors file: " + what); };
   if (bytes.size() < 8) throw bad("truncated (" + std::to_string(bytes.size()) + " bytes, no header length)");
@@ -54,6 +76,9 @@ SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) 
     throw bad("header length " + std::to_string(header_len) + " exceeds the file size " +
               std::to_string(bytes.size()));
   if (header_len > kMaxHeader) throw bad("header length " + std::to_string(header_len) + " is absurdly large");
+  const std::string_view header_text = bytes.substr(8, header_len);
+  if (json_nesting_depth(header_text) > kMaxJsonDepth)
+    throw bad("header is JSON nested more than " + std::to_string(kMaxJsonDepth) + " deep");
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));

@@ -55,7 +55,7 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   net.zero_grad();
   loss();
   net.backward(batch, cache);
-  std::vector<double> analytic = net.grads();
+  AlignedVector<double> analytic = net.grads();
   for (const TensorInfo& t : net.layout()) {
     INFO(t.name << " (dropout " << dropout << ", variant " << variant << ", all rows " << all_rows << ")");
     auto num = numeric_gradient(net.params().data() + t.offset, t.size, loss);
@@ -82,7 +82,7 @@ TEST_CASE("the [CLS]-only last layer gives the loss and gradients of the full on
   fill_uniform(net.params().data(), net.params().size(), 22, -0.5, 0.5);
   Batch batch = tiny_batch();
   DropoutRng rng{7, 3, 0.2};
-  auto run = [&](bool all_rows, std::vector<double>& grads) {
+  auto run = [&](bool all_rows, AlignedVector<double>& grads) {
     ModelCache<double> cache;
     cache.all_rows = all_rows;
     net.zero_grad();
@@ -91,7 +91,7 @@ TEST_CASE("the [CLS]-only last layer gives the loss and gradients of the full on
     grads = net.grads();
     return loss;
   };
-  std::vector<double> g_cls, g_all;
+  AlignedVector<double> g_cls, g_all;
   double l_cls = run(false, g_cls), l_all = run(true, g_all);
   CHECK(l_cls == Approx(l_all).epsilon(1e-13));
   CHECK(relative_error(g_cls.data(), g_all.data(), g_cls.size()) < 1e-12);
@@ -118,7 +118,7 @@ TEST_CASE("a batch split over threads gives the loss and gradients of the whole 
   DropoutRng rng{7, 3, 0.2};
   DataParallel<double> one(1), split(parts);
   double l1 = one.train(net, batch, &rng);
-  std::vector<double> g1 = net.grads();
+  AlignedVector<double> g1 = net.grads();
   double l2 = split.train(net, batch, &rng);
   INFO(parts << " parts");
   CHECK(l2 == Approx(l1).epsilon(1e-13));

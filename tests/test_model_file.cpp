@@ -117,6 +117,73 @@ TEST_CASE("damaged model files are clear errors", "[model_file]") {
       {"not a zibert model",
        [good] { return edit_header(good, [](nlohmann::json& h) { h["__metadata__"]["format"] = "pt"; }); },
        "format is \"pt\""},
+      {"header length 2^64 - 1",
+       [good] {
+         std::string b = good;
+         std::uint64_t huge = ~0ULL;
+         std::memcpy(b.data(), &huge, 8);
+         return b;
+       },
+       "exceeds the file size"},
+      {"deeply nested header JSON",
+       [] {
+         std::string json = "{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}";
+         std::string b(8, '\0');
+         std::uint64_t n = json.size();
+         std::memcpy(b.data(), &n, 8);
+         return b + json;
+       },
+       "nested more than 32 deep"},
+      {"deeply nested metadata JSON",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           h["__metadata__"]["training"] = std::string(100000, '[') + std::string(100000, ']');
+         });
+       },
+       "metadata \"training\" is JSON nested"},
+      {"a shape whose product overflows",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           h["classifier.bias"]["shape"] = {1ULL << 40, 1ULL << 40, 1ULL << 40};
+         });
+       },
+       "shape too large"},
+      {"negative offsets",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) { h["classifier.bias"]["data_offsets"] = {-8, 0}; });
+       },
+       "not non-negative integers"},
+      {"a huge config in a small file",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           auto config = nlohmann::json::parse(h["__metadata__"]["config"].get<std::string>());
+           config["dim"] = 16384;  // 3.2e9 parameters: 13 GB if it were allocated
+           config["heads"] = 1;
+           config["layers"] = 3;
+           config["ffn"] = 16;
+           h["__metadata__"]["config"] = config.dump();
+         });
+       },
+       "the config needs ["},
+      {"vocab disagrees with the embedding rows",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           auto config = nlohmann::json::parse(h["__metadata__"]["config"].get<std::string>());
+           auto vocab = nlohmann::json::parse(h["__metadata__"]["vocab"].get<std::string>());
+           vocab.push_back("龘");
+           config["vocab_size"] = vocab.size();
+           h["__metadata__"]["config"] = config.dump();
+           h["__metadata__"]["vocab"] = vocab.dump();
+         });
+       },
+       "word_embeddings.weight has shape"},
+      {"NaN weights",
+       [] {
+         Classifier model = tiny_classifier();
+         model.net.params()[3] = std::nanf("");
+         return encode_model(model);
+       },
+       "NaN"},
       {"vocab disagrees with the config",
        [good] {
          return edit_header(good, [](nlohmann::json& h) { h["__metadata__"]["vocab"] = "[\"[PAD]\"]"; });
@@ -131,7 +198,15 @@ TEST_CASE("damaged model files are clear errors", "[model_file]") {
   // The CLI reports it as one error line with exit status 2.
   std::string dir = temp_dir();
   write_text(dir + "/bad.safetensors", bytes);
-  RunResult r = run_zibert("info -m " + dir + "/bad.safetensors");
+  // Under a 4 GB address-space limit: reading no hostile file may allocate
+  // gigabytes (sanitizer builds reserve terabytes of address space, so they
+  // run without the limit).
+#ifdef ZIBERT_SANITIZED
+  const std::string limit;
+#else
+  const std::string limit = "ulimit -v 4000000; ";
+#endif
+  RunResult r = run_shell(limit + "timeout 60 " + ZIBERT_BIN + " info -m " + dir + "/bad.safetensors < /dev/null");
   CHECK(r.status == 2);
   CHECK(r.out.empty());
   CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + dir + "/bad.safetensors: ") && Catch::Contains(c.message));

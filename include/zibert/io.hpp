@@ -14,6 +14,10 @@ void check_output_path(const std::string& path);
 // path, so readers see the old file or the new one, never half of one.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// A fingerprint of a file's bytes (64-bit FNV-1a, hex): checkpoints use it to
+// tell that --resume sees the data the run started with.
+std::string file_fingerprint(const std::string& path);
+
 // Opens a regular file for reading; a clear Error for a missing file, a
 // directory or one without read permission.
 std::ifstream open_input(const std::string& path);

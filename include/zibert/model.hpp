@@ -134,9 +134,9 @@ class Bert {
 
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorInfo>& layout() const { return layout_; }
-  std::vector<T>& params() { return params_; }
-  const std::vector<T>& params() const { return params_; }
-  std::vector<T>& grads() { return grads_; }
+  AlignedVector<T>& params() { return params_; }
+  const AlignedVector<T>& params() const { return params_; }
+  AlignedVector<T>& grads() { return grads_; }
   void zero_grad();
   const TensorInfo& tensor(const std::string& name) const;
 
@@ -146,8 +146,8 @@ class Bert {
 
   ModelConfig config_;
   std::vector<TensorInfo> layout_;
-  std::vector<T> params_;  // flat, layout_ order
-  std::vector<T> grads_;   // same length
+  AlignedVector<T> params_;  // flat, layout_ order
+  AlignedVector<T> grads_;   // same length
   const T* shared_ = nullptr;  // a replica's source parameters (params_ is then empty)
   Param<T> word_emb_, pos_emb_;
   LayerNorm<T> emb_ln_;

@@ -34,4 +34,17 @@ void save_model(const std::string& path, const Classifier& model);
 Classifier load_model(const std::string& path);
 Classifier decode_model(std::string_view bytes, const std::string& name);
 
+// Training state for train --resume: a model file of the current weights whose
+// training metadata holds {"checkpoint": state}, plus flat F32 tensors
+// zibert.adam.m, zibert.adam.v (AdamW's moments) and zibert.best (the best
+// epoch's weights so far). Written atomically like a model.
+struct Checkpoint {
+  Classifier model;
+  std::vector<float> adam_m, adam_v, best;
+  const nlohmann::json& state() const { return model.training.at("checkpoint"); }
+};
+std::string encode_checkpoint(const Checkpoint& checkpoint);
+void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
+Checkpoint load_checkpoint(const std::string& path);
+
 }  // namespace zibert

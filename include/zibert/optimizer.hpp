@@ -25,26 +25,26 @@ double lr_multiplier(std::int64_t step, std::int64_t warmup, std::int64_t total)
 
 // Scales grads so their global L2 norm is at most max_norm (PyTorch's
 // clip_grad_norm_). Returns the norm before clipping.
-template <class T> double clip_grad_norm(std::vector<T>& grads, double max_norm);
+template <class T> double clip_grad_norm(AlignedVector<T>& grads, double max_norm);
 
 template <class T>
 class AdamW {
  public:
   AdamW(const AdamWConfig& config, const std::vector<TensorInfo>& layout);
   // One update with learning rate lr (already scheduled).
-  void step(std::vector<T>& params, const std::vector<T>& grads, double lr);
+  void step(AlignedVector<T>& params, const AlignedVector<T>& grads, double lr);
   std::int64_t steps() const { return t_; }
   const AdamWConfig& config() const { return config_; }
 
   // State for checkpoints.
-  std::vector<T>& m() { return m_; }
-  std::vector<T>& v() { return v_; }
+  AlignedVector<T>& m() { return m_; }
+  AlignedVector<T>& v() { return v_; }
   void set_steps(std::int64_t t) { t_ = t; }
 
  private:
   AdamWConfig config_;
   std::vector<std::uint8_t> decay_;  // per element: 1 where weight decay applies
-  std::vector<T> m_, v_;             // first and second moments, as long as params
+  AlignedVector<T> m_, v_;             // first and second moments, as long as params
   std::int64_t t_ = 0;
 };
 

@@ -38,4 +38,10 @@ std::string encode_safetensors(const std::map<std::string, std::string>& metadat
 // inside the data and do not overlap.
 SafeTensors decode_safetensors(std::string_view bytes, const std::string& name);
 
+// The deepest nesting of [ and { in JSON text (strings skipped). Untrusted JSON
+// is checked with it before parsing: a megabyte of "[[[[" would otherwise
+// become millions of nested values and gigabytes of memory.
+std::size_t json_nesting_depth(std::string_view json);
+inline constexpr std::size_t kMaxJsonDepth = 32;  // zibert's own files nest 3 deep
+
 }  // namespace zibert

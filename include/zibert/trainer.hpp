@@ -2,10 +2,12 @@
 // every epoch and the best epoch's weights kept.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "zibert/dataset.hpp"
+#include "zibert/error.hpp"
 #include "zibert/model_file.hpp"
 #include "zibert/optimizer.hpp"
 #include "zibert/parallel.hpp"
@@ -25,7 +27,25 @@ struct TrainOptions {
   std::string positive;     // positive label of a binary model; "" = guess
   int threads = 1;          // recorded in the model (results depend on it)
   std::string log_path;     // --log: one JSON line per evaluation ("" = none)
+  // Interruption and resumption (train --resume):
+  std::string checkpoint_path;          // written at each epoch's end and on a stop ("" = none)
+  std::function<int()> stop_signal;     // polled after every step: a signal number asks to stop
+  std::int64_t interrupt_at_step = -1;  // tests: raise SIGINT right after this step
+  nlohmann::json run;                   // the caller's own record, kept in checkpoints (data paths, out)
 };
+
+// Training stopped by a signal after `step`; the checkpoint (if any) is saved.
+struct Interrupted : Error {
+  Interrupted(int signal, std::int64_t step, std::string checkpoint)
+      : Error("interrupted"), signal(signal), step(step), checkpoint(std::move(checkpoint)) {}
+  int signal;
+  std::int64_t step;
+  std::string checkpoint;
+};
+
+// The options as a checkpoint records them, and back.
+nlohmann::json options_json(const TrainOptions& options);
+TrainOptions options_from_json(const nlohmann::json& j);
 
 // How well a model does on labelled sequences, as training reports it.
 struct DevScore {
@@ -34,8 +54,10 @@ struct DevScore {
 
 // Trains on train, evaluates on dev each epoch; init (optional) supplies the
 // starting weights, vocabulary and labels.
+// resume (optional) continues a checkpoint's run exactly: the same options
+// and data give the same model as an uninterrupted run.
 Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& options,
-                            Progress& progress, const Classifier* init = nullptr);
+                            Progress& progress, const Classifier* init = nullptr, const Checkpoint* resume = nullptr);
 
 // One optimisation step on a labelled batch: forward with dropout, backward,
 // gradient clipping, AdamW at learning rate lr. A non-finite loss leaves the

@@ -1,0 +1,26 @@
+// libFuzzer target: a whole model file (container, metadata, config,
+// vocabulary, tensor names and shapes, weights) on arbitrary bytes.
+#include <cstdint>
+#include <string_view>
+
+#include "zibert/error.hpp"
+#include "zibert/model_file.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    zibert::Classifier model = zibert::decode_model(bytes, "fuzz");
+    // A model the reader accepts must also run.
+    std::vector<std::int32_t> ids = model.tokenizer.encode("佛跳墙");
+    if (static_cast<std::int64_t>(ids.size()) + 2 <= model.config.max_len) {
+      zibert::Batch batch{1, static_cast<zibert::Index>(ids.size()) + 2, {}, {}};
+      batch.ids.push_back(zibert::kCls);
+      batch.ids.insert(batch.ids.end(), ids.begin(), ids.end());
+      batch.ids.push_back(zibert::kSep);
+      zibert::ModelCache<float> cache;
+      model.net.predict(batch, cache);
+    }
+  } catch (const zibert::Error&) {
+  }
+  return 0;
+}
