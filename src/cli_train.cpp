@@ -73,6 +73,8 @@ int run_train(const TrainCli& o) {
     opt.threads = apply_threads(o.threads);
   }
   opt.interrupt_at_step = o.train.interrupt_at_step;
+  opt.interrupt_signal = o.train.interrupt_signal;
+  opt.nan_at_step = o.train.nan_at_step;
   opt.checkpoint_path = c.checkpoint.empty() ? c.out + ".ckpt" : c.checkpoint;
   // Fail before any work when a result could not be written.
   check_output_path(c.out);
@@ -141,8 +143,13 @@ Runner setup_train(CLI::App& app) {
   CLI::Option* resume = app.add_option("--resume", o->resume, "Continue an interrupted run from its checkpoint, with "
                                         "its options and data (it refuses other training flags)")
                             ->check(CLI::ExistingFile);
-  app.add_option("--interrupt-at-step", o->train.interrupt_at_step, "Testing: send SIGINT to itself after this step")
+  // Fault injection for the tests, hidden from --help.
+  app.add_option("--interrupt-at-step", o->train.interrupt_at_step, "Testing: send a signal to itself after this step")
       ->group("");
+  app.add_option("--interrupt-signal", o->train.interrupt_signal, "Testing: that signal (2 = SIGINT, 15 = SIGTERM)")
+      ->check(CLI::IsMember({2, 15}))
+      ->group("");
+  app.add_option("--nan-at-step", o->train.nan_at_step, "Testing: this step's loss is NaN")->group("");
   CLI::Option* init = app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels "
                                      "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);
   app.add_option("--layers", s.layers, "Encoder layers")->check(CLI::Range(1, 64))->capture_default_str();
@@ -179,9 +186,8 @@ Runner setup_train(CLI::App& app) {
                                               "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
   // A resumed run takes everything from its checkpoint.
   for (CLI::Option* opt : app.get_options())
-    if (opt != resume && opt->get_lnames() != std::vector<std::string>{"quiet"} &&
-        opt->get_lnames() != std::vector<std::string>{"interrupt-at-step"} &&
-        opt->get_lnames() != std::vector<std::string>{"help"} && !opt->get_lnames().empty())
+    if (opt != resume && !opt->get_lnames().empty() && opt->get_group() != "" &&
+        opt->get_lnames() != std::vector<std::string>{"quiet"} && opt->get_lnames() != std::vector<std::string>{"help"})
       resume->excludes(opt);
   return [o] { return run_train(*o); };
 }

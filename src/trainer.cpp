@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <csignal>
+#include <limits>
 #include <set>
 
 #include "zibert/batching.hpp"
@@ -287,7 +288,8 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
       Batch batch = batch_of(tr, plan[bi]);
       DropoutRng rng{opt.seed, static_cast<std::uint64_t>(step), config.dropout};
       lr = opt.adam.lr * lr_multiplier(step, warmup, total);
-      float loss = train_step(model.net, adam, runner, batch, rng, lr);
+      float loss = opt.nan_at_step == step + 1 ? std::numeric_limits<float>::quiet_NaN()
+                                               : train_step(model.net, adam, runner, batch, rng, lr);
       if (!std::isfinite(loss)) {
         std::string kept = opt.checkpoint_path.empty() ? ""
                            : epoch > 1 ? "; the last good checkpoint, from the end of epoch " + std::to_string(epoch - 1) +
@@ -302,7 +304,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       progress.update({epoch, opt.epochs, step, total, loss, lr,
                        secs > 0 ? double(examples_seen - examples_at_start) / secs : 0.0});
-      if (opt.interrupt_at_step == step) std::raise(SIGINT);  // tests: a signal at an exact step
+      if (opt.interrupt_at_step == step) std::raise(opt.interrupt_signal);  // tests: a signal at an exact step
       if (int sig = opt.stop_signal ? opt.stop_signal() : 0) {
         progress.finish();
         if (opt.checkpoint_path.empty()) throw Interrupted(sig, step, "");

@@ -30,7 +30,9 @@ struct TrainOptions {
   // Interruption and resumption (train --resume):
   std::string checkpoint_path;          // written at each epoch's end and on a stop ("" = none)
   std::function<int()> stop_signal;     // polled after every step: a signal number asks to stop
-  std::int64_t interrupt_at_step = -1;  // tests: raise SIGINT right after this step
+  std::int64_t interrupt_at_step = -1;  // tests: raise interrupt_signal right after this step
+  int interrupt_signal = 2;             // SIGINT
+  std::int64_t nan_at_step = -1;        // tests: this step's loss comes out NaN (no update)
   nlohmann::json run;                   // the caller's own record, kept in checkpoints (data paths, out)
 };
 
