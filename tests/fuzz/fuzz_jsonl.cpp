@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // The first line fixes the format the reader detects; the input follows it.
-  std::string text = "{"label":"a","text":"b"}\n";
+  std::string text = "{\"label\":\"a\",\"text\":\"b\"}\n";
   text.append(reinterpret_cast<const char*>(data), size);
   std::istringstream in(text);
   try {
