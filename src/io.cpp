@@ -69,6 +69,13 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(name.data());
     throw Error(path + ": close failed: " + why);
   }
+  // Checked again: something that is not a regular file may have appeared at
+  // path while the bytes were written, and it must not be replaced.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    ::unlink(name.data());
+    throw Error(path + ": exists and is not a regular file; refusing to replace it");
+  }
   if (::rename(name.data(), path.c_str()) != 0) {
     std::string why = sys_error();
     ::unlink(name.data());

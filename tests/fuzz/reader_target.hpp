@@ -1,0 +1,22 @@
+// The body shared by the training-data reader targets: a first line fixes the
+// format the reader detects, the fuzzer's bytes follow it.
+#pragma once
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+#include "zibert/dataset.hpp"
+#include "zibert/error.hpp"
+
+inline int fuzz_reader(const char* first_line, const std::uint8_t* data, std::size_t size) {
+  std::string text = first_line;
+  text.append(reinterpret_cast<const char*>(data), size);
+  std::istringstream in(text);
+  try {
+    zibert::Dataset d = zibert::parse_dataset(in, "fuzz");
+    for (const zibert::Example& ex : d.rows)
+      if (ex.label.empty() || ex.line < 1) __builtin_trap();
+  } catch (const zibert::Error&) {
+  }
+  return 0;
+}
