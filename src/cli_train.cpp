@@ -76,6 +76,8 @@ int run_train(const TrainCli& o) {
   opt.interrupt_signal = o.train.interrupt_signal;
   opt.nan_at_step = o.train.nan_at_step;
   opt.checkpoint_path = c.checkpoint.empty() ? c.out + ".ckpt" : c.checkpoint;
+  if (opt.checkpoint_path == c.out || opt.checkpoint_path == opt.log_path)
+    throw Error(opt.checkpoint_path + ": the checkpoint needs a path of its own (not --out's or --log's)");
   // Fail before any work when a result could not be written.
   check_output_path(c.out);
   check_output_path(opt.checkpoint_path);

@@ -130,6 +130,9 @@ TEST_CASE("output paths that cannot be written are errors before training", "[ro
   CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + c.out) && Catch::Contains(c.message));
   CHECK(r.err.find("epoch") == std::string::npos);  // nothing was trained
   CHECK(fs::is_directory(dir + "/a_directory"));
+  r = run_zibert(train_cmd(dir, "m.safetensors") + " --checkpoint " + dir + "/m.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("the checkpoint needs a path of its own"));
   // The checkpoint path is checked as well.
   r = run_zibert(train_cmd(dir, "m.safetensors") + " --checkpoint " + c.out);
   CHECK(r.status == 2);
