@@ -1,6 +1,7 @@
 // zibert train: labelled data in, model file out.
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 
 #include "cli.hpp"
@@ -88,11 +89,15 @@ int run_train(const TrainCli& o) {
     dev = read_dataset(c.dev);
   else
     split_holdout(train, dev, c.holdout, opt.seed);
-  opt.run = {{"data", c.data},
-             {"dev", c.dev},
+  // Absolute paths: --resume may run from another directory.
+  auto absolute = [](const std::string& path) {
+    return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+  };
+  opt.run = {{"data", absolute(c.data)},
+             {"dev", absolute(c.dev)},
              {"holdout", c.holdout},
-             {"out", c.out},
-             {"log", opt.log_path},
+             {"out", absolute(c.out)},
+             {"log", absolute(opt.log_path)},
              {"data_fingerprint", file_fingerprint(c.data)},
              {"dev_fingerprint", c.dev.empty() ? "" : file_fingerprint(c.dev)}};
   std::optional<Classifier> init;

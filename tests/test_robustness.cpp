@@ -218,3 +218,24 @@ TEST_CASE("concurrent use: two classifiers share a model and a reader sees the o
   CHECK(r.out.find("reads=") != std::string::npos);
   CHECK(run_shell(classify).status == 0);
 }
+
+TEST_CASE("a SIGTERM from another process mid-run leaves a checkpoint that resumes", "[robust][resume]") {
+  const std::string dir = toy_dir();
+  // Long enough not to finish first: the signal is sent once the log shows the
+  // first finished epoch, not after a fixed time.
+  RunResult r = run_shell("cd " + dir + " && (" ZIBERT_BIN " train --data train.tsv --out m.safetensors --epochs 2000"
+                          " --dim 16 --heads 2 --ffn 32 --max-len 32 --threads 2 -q --log log.jsonl & pid=$!;"
+                          " while [ ! -s log.jsonl ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done;"
+                          " kill -TERM $pid; wait $pid; echo status=$?)");
+  CHECK_THAT(r.out, Catch::Contains("status=143"));
+  CHECK_THAT(r.err, Catch::Contains("interrupted by SIGTERM after step"));
+  CHECK_FALSE(fs::exists(dir + "/m.safetensors"));
+  REQUIRE(fs::exists(dir + "/m.safetensors.ckpt"));
+  // The checkpoint loads and training goes on from it (stopped again one step later).
+  const std::size_t at = r.err.find("after step ");
+  REQUIRE(at != std::string::npos);
+  const long long step = std::stoll(r.err.substr(at + 11));
+  r = run_zibert("train -q --resume " + dir + "/m.safetensors.ckpt --interrupt-at-step " + std::to_string(step + 1));
+  CHECK(r.status == 130);
+  CHECK_THAT(r.err, Catch::Contains("after step " + std::to_string(step + 1)));
+}
