@@ -17,9 +17,10 @@ namespace {
 template <class P>
 void masked_softmax(P&& p, const std::uint8_t* valid) {
   const Index seq = p.cols();
-  Index len = 0, rest = 0;
+  Index len = 0;
   while (len < seq && valid[len]) ++len;
-  for (rest = len; rest < seq && !valid[rest];) ++rest;
+  Index rest = len;
+  while (rest < seq && !valid[rest]) ++rest;
   if (len > 0 && rest == seq) {
     for (Index i = 0; i < p.rows(); ++i) {
       auto row = p.row(i).head(len).array();

@@ -18,6 +18,23 @@ std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, st
   return out;
 }
 
+void SequenceSet::add(const std::vector<std::int32_t>& ids, std::int32_t label, std::int64_t max_len) {
+  if (static_cast<std::int64_t>(ids.size()) > max_len - 2) ++truncated;
+  seqs.push_back(with_specials(ids, max_len));
+  labels.push_back(label);
+  lengths.push_back(static_cast<std::int64_t>(seqs.back().size()));
+}
+
+Batch batch_of(const SequenceSet& set, const std::vector<std::size_t>& members, bool labelled) {
+  std::vector<const std::vector<std::int32_t>*> seqs;
+  std::vector<std::int32_t> labels;
+  for (std::size_t i : members) {
+    seqs.push_back(&set.seqs[i]);
+    if (labelled) labels.push_back(set.labels[i]);
+  }
+  return pack_batch(seqs, labels);
+}
+
 std::vector<std::int64_t> window_starts(std::int64_t length, std::int64_t width) {
   std::vector<std::int64_t> starts{0};
   if (length <= width) return starts;

@@ -26,14 +26,8 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-struct BenchData {
-  std::vector<std::vector<std::int32_t>> seqs;  // with [CLS]/[SEP]
-  std::vector<std::int32_t> labels;
-  std::vector<std::int64_t> lengths;
-};
-
-BenchData generate(const BenchOptions& o, ModelConfig& config, std::string& desc) {
-  BenchData d;
+SequenceSet generate(const BenchOptions& o, ModelConfig& config, std::string& desc) {
+  SequenceSet d;
   const std::int64_t hi = o.max_chars > 0 ? o.max_chars : config.max_len - 2;
   if (o.min_chars < 1 || hi < o.min_chars || hi > config.max_len - 2)
     throw Error("--lengths must satisfy 1 <= MIN <= MAX <= max-len − 2 (" + std::to_string(config.max_len - 2) + ")");
@@ -45,16 +39,14 @@ BenchData generate(const BenchOptions& o, ModelConfig& config, std::string& desc
     std::vector<std::int32_t> ids(static_cast<std::size_t>(len));
     for (auto& id : ids)
       id = static_cast<std::int32_t>(kNumSpecial + rng.below(static_cast<std::uint64_t>(config.vocab_size - kNumSpecial)));
-    d.seqs.push_back(with_specials(ids, config.max_len));
-    d.labels.push_back(static_cast<std::int32_t>(rng.below(2)));
-    d.lengths.push_back(static_cast<std::int64_t>(d.seqs.back().size()));
+    d.add(ids, static_cast<std::int32_t>(rng.below(2)), config.max_len);
   }
   desc = std::to_string(o.texts) + " generated texts, lengths uniform " + std::to_string(o.min_chars) + "-" +
          std::to_string(hi) + " characters";
   return d;
 }
 
-BenchData from_file(const BenchOptions& o, ModelConfig& config, std::string& desc) {
+SequenceSet from_file(const BenchOptions& o, ModelConfig& config, std::string& desc) {
   Dataset data = read_dataset(o.data);
   if (data.rows.empty()) throw Error(o.data + ": no examples");
   std::vector<std::vector<char32_t>> texts;
@@ -70,28 +62,12 @@ BenchData from_file(const BenchOptions& o, ModelConfig& config, std::string& des
   Tokenizer tokenizer(builder.build(1), Normalization{});
   config.vocab_size = tokenizer.vocab().size();
   config.labels = std::max<std::int64_t>(2, static_cast<std::int64_t>(label_ids.size()));
-  BenchData d;
-  std::int64_t cut = 0;
-  for (std::size_t i = 0; i < texts.size(); ++i) {
-    std::vector<std::int32_t> ids = tokenizer.ids(texts[i]);
-    cut += static_cast<std::int64_t>(ids.size()) > config.max_len - 2;
-    d.seqs.push_back(with_specials(ids, config.max_len));
-    d.labels.push_back(label_ids[data.rows[i].label]);
-    d.lengths.push_back(static_cast<std::int64_t>(d.seqs.back().size()));
-  }
+  SequenceSet d;
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    d.add(tokenizer.ids(texts[i]), label_ids[data.rows[i].label], config.max_len);
   desc = o.data + ": " + std::to_string(texts.size()) + " texts" +
-         (cut ? " (" + std::to_string(cut) + " cut to max-len)" : "");
+         (d.truncated ? " (" + std::to_string(d.truncated) + " cut to max-len)" : "");
   return d;
-}
-
-Batch batch_of(const BenchData& d, const std::vector<std::size_t>& members, bool labelled) {
-  std::vector<const std::vector<std::int32_t>*> seqs;
-  std::vector<std::int32_t> labels;
-  for (std::size_t i : members) {
-    seqs.push_back(&d.seqs[i]);
-    if (labelled) labels.push_back(d.labels[i]);
-  }
-  return pack_batch(seqs, labels);
 }
 
 // Work for one timed step: batches packed ahead, so the timing is the
@@ -103,7 +79,7 @@ struct Group {
 };
 
 // Packs the plan's batches into groups of `per_group` consecutive batches.
-std::vector<Group> group_plan(const BenchData& d, const ModelConfig& config,
+std::vector<Group> group_plan(const SequenceSet& d, const ModelConfig& config,
                               const std::vector<std::vector<std::size_t>>& plan, std::size_t per_group,
                               double flop_factor, bool labelled) {
   std::vector<Group> groups;
@@ -212,7 +188,7 @@ BenchResult run_bench(const BenchOptions& o) {
   r.options = o;
   r.config = o.shape;
   r.config.validate();
-  BenchData d = o.data.empty() ? generate(o, r.config, r.data_desc) : from_file(o, r.config, r.data_desc);
+  SequenceSet d = o.data.empty() ? generate(o, r.config, r.data_desc) : from_file(o, r.config, r.data_desc);
   r.config.validate();
   std::int64_t total = 0;
   for (std::int64_t len : d.lengths) total += len;

@@ -20,8 +20,9 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
     if (std::isfinite(loss)) net.backward(batch, caches_[0]);
     return loss;
   }
+  // Replicas read net's weights in place: rebuild them when those move.
   if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(parts) ||
-      replicas_.front().params().size() != 0 || replicas_.front().grads().size() != net.params().size()) {
+      replicas_.front().grads().size() != net.params().size()) {
     replicas_.clear();
     for (Index p = 0; p < parts; ++p) replicas_.push_back(Bert<T>::replica(net));
     bound_ = net.params().data();

@@ -14,25 +14,14 @@
 namespace zibert {
 namespace {
 
-struct Encoded {
-  std::vector<std::vector<std::int32_t>> seqs;  // [CLS] text [SEP], cut to max_len
-  std::vector<std::int32_t> labels;
-  std::vector<std::int64_t> lengths;
-  std::int64_t truncated = 0;
-};
-
-Encoded encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
-  Encoded out;
+SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
+  SequenceSet out;
   for (std::size_t i = 0; i < data.rows.size(); ++i) {
     std::int32_t label = model.label_id(data.rows[i].label);
     if (label < 0)
       throw error_at(data.name, data.rows[i].line,
                      "label \"" + data.rows[i].label + "\" is not among the training labels");
-    std::vector<std::int32_t> ids = model.tokenizer.ids(texts[i]);
-    if (static_cast<std::int64_t>(ids.size()) > model.config.max_len - 2) ++out.truncated;
-    out.seqs.push_back(with_specials(ids, model.config.max_len));
-    out.labels.push_back(label);
-    out.lengths.push_back(static_cast<std::int64_t>(out.seqs.back().size()));
+    out.add(model.tokenizer.ids(texts[i]), label, model.config.max_len);
   }
   return out;
 }
@@ -44,17 +33,7 @@ std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Norm
   return out;
 }
 
-Batch batch_of(const Encoded& data, const std::vector<std::size_t>& members) {
-  std::vector<const std::vector<std::int32_t>*> seqs;
-  std::vector<std::int32_t> labels;
-  for (std::size_t i : members) {
-    seqs.push_back(&data.seqs[i]);
-    labels.push_back(data.labels[i]);
-  }
-  return pack_batch(seqs, labels);
-}
-
-DevScore evaluate(const Classifier& model, const Encoded& dev, std::int64_t batch_size, ModelCache<float>& cache) {
+DevScore evaluate(const Classifier& model, const SequenceSet& dev, std::int64_t batch_size, ModelCache<float>& cache) {
   DevScore score;
   std::vector<std::int32_t> predicted(dev.labels.size());
   double loss_sum = 0;
@@ -158,6 +137,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   if (opt.epochs < 1 || opt.batch < 1) throw Error("epochs and batch must be at least 1");
   // A resumed run continues the checkpoint's model: its vocabulary, labels and weights.
   const Classifier* base = resume ? &resume->model : init;
+  const bool from_init = init != nullptr || (resume && resume->state().value("init", false));
 
   // Labels: sorted, from the training data (or the initial model's).
   std::vector<std::string> labels;
@@ -171,9 +151,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
       throw Error(train.name + ": every row has the label \"" + labels.front() +
                   "\"; a classifier needs examples of at least two labels (add negative examples)");
   }
-  std::string positive = resume ? resume->model.positive
-                         : opt.positive.empty() ? (init ? init->positive : guess_positive(labels))
-                                                : opt.positive;
+  std::string positive = opt.positive.empty() ? (base ? base->positive : guess_positive(labels)) : opt.positive;
   if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
     throw Error("--positive " + positive + " is not one of the labels");
 
@@ -198,7 +176,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   else
     model.net.init_weights(opt.seed);
 
-  Encoded tr = encode_all(train, train_texts, model), dv = encode_all(dev, dev_texts, model);
+  SequenceSet tr = encode_all(train, train_texts, model), dv = encode_all(dev, dev_texts, model);
   progress.message((resume ? "resuming training on " : "training on ") + std::to_string(tr.seqs.size()) +
                    " examples (" + format_name(train.format) + "), dev " + std::to_string(dv.seqs.size()) + ", " +
                    std::to_string(opt.threads) + " threads");
@@ -256,9 +234,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
                  {best_params.begin(), best_params.end()}};
     c.model.training = {{"checkpoint",
                          {{"options", options_json(opt)},
-                          {"init", init != nullptr || (resume && resume->state().value("init", false))},
-                          {"data", train.name},
-                          {"dev", dev.name},
+                          {"init", from_init},
                           {"per_epoch", per_epoch},
                           {"step", step},
                           {"epoch", epoch},
@@ -359,7 +335,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
                     {"seed", opt.seed},
                     {"min_count", opt.min_count},
                     {"threads", opt.threads},
-                    {"init", init != nullptr || (resume && resume->state().value("init", false))},
+                    {"init", from_init},
                     {"history", history},
                     {"zibert_version", ZIBERT_VERSION}};
   return model;

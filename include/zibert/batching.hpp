@@ -18,6 +18,18 @@ std::vector<std::int64_t> window_starts(std::int64_t length, std::int64_t width)
 // Packs sequences (already with specials) into one batch padded with [PAD].
 Batch pack_batch(const std::vector<const std::vector<std::int32_t>*>& seqs, const std::vector<std::int32_t>& labels);
 
+// Labelled sequences ready for batching, as training and bench hold them.
+struct SequenceSet {
+  std::vector<std::vector<std::int32_t>> seqs;  // [CLS] text [SEP], cut to max_len
+  std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> lengths;            // of seqs, specials included
+  std::int64_t truncated = 0;                   // texts that were cut
+  void add(const std::vector<std::int32_t>& ids, std::int32_t label, std::int64_t max_len);
+};
+
+// The batch of these members; without labels when labelled is false.
+Batch batch_of(const SequenceSet& set, const std::vector<std::size_t>& members, bool labelled = true);
+
 // Splits items into batches of at most batch_size whose members have similar
 // lengths. With a seed, items are shuffled, sorted by length inside pools of
 // 50 batches, and the batch order shuffled; without, items are sorted by length.
