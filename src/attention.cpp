@@ -7,15 +7,16 @@
 #include <type_traits>
 
 #include "zibert/error.hpp"
+#include "zibert/gemm.hpp"
 
 namespace zibert {
 namespace {
 
-// Softmax over each row of scores with [PAD] keys (valid[j] == 0) weighted 0.
-// [PAD] keys normally trail the text, so the common case is a softmax over a
-// prefix, vectorised.
-template <class P>
-void masked_softmax(P&& p, const std::uint8_t* valid) {
+// Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
+// weighted 0. [PAD] keys normally trail the text, so the common case is a
+// softmax over a prefix, vectorised.
+template <class P, class T = typename std::decay_t<P>::Scalar>
+void masked_softmax(P&& p, const std::uint8_t* valid, T scale) {
   const Index seq = p.cols();
   Index len = 0;
   while (len < seq && valid[len]) ++len;
@@ -24,14 +25,14 @@ void masked_softmax(P&& p, const std::uint8_t* valid) {
   if (len > 0 && rest == seq) {
     for (Index i = 0; i < p.rows(); ++i) {
       auto row = p.row(i).head(len).array();
-      row = (row - row.maxCoeff()).exp();
+      row = (row * scale - row.maxCoeff() * scale).exp();
       row /= row.sum();
     }
     p.rightCols(seq - len).setZero();
     return;
   }
-  using T = typename std::decay_t<P>::Scalar;
   for (Index i = 0; i < p.rows(); ++i) {
+    p.row(i) *= scale;
     T m = -std::numeric_limits<T>::infinity();
     for (Index j = 0; j < seq; ++j)
       if (valid[j]) m = std::max(m, p(i, j));
@@ -77,9 +78,9 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
       auto k = qkv_out.block(b * seq, k_off + h * d, seq, d);  // (T, D)
       auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);  // (T, D)
       auto p = probs.block((b * heads + h) * seq, 0, seq, seq);  // (T, T)
-      p.noalias() = (q * k.transpose()) * scale;
-      masked_softmax(p, key_valid + b * seq);
-      ctx.block(b * seq, h * d, seq, d).noalias() = p * v;
+      matmul<T>(q, false, k, true, p, false);
+      masked_softmax(p, key_valid + b * seq, scale);
+      matmul<T>(p, false, v, false, ctx.block(b * seq, h * d, seq, d), false);
     }
   output.forward(ctx, y);
 }
@@ -112,18 +113,16 @@ void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch
       auto da = dctx.block(b * seq, h * d, seq, d);
       auto dp = dprobs_all.block(omp_get_thread_num() * seq, 0, seq, seq);
       // a = p v  ⇒  dp = da vᵀ, dv = pᵀ da
-      dp.noalias() = da * v.transpose();
-      dqkv.block(b * seq, v_off + h * d, seq, d).noalias() = p.transpose() * da;
+      matmul<T>(da, false, v, true, dp, false);
+      matmul<T>(p, true, da, false, dqkv.block(b * seq, v_off + h * d, seq, d), false);
       // p = softmax(s)  ⇒  ds = p ⊙ (dp − Σ_j p dp); s = q kᵀ·scale
       for (Index i = 0; i < seq; ++i) {
         T dot = p.row(i).dot(dp.row(i));
         dp.row(i) = (p.row(i).array() * (dp.row(i).array() - dot) * scale).matrix();
       }
-      dqkv.block(b * seq, h * d, seq, d).noalias() = dp * k;
-      if (tied)  // s = q qᵀ·scale: q gets both halves
-        dqkv.block(b * seq, h * d, seq, d).noalias() += dp.transpose() * q;
-      else
-        dqkv.block(b * seq, k_off + h * d, seq, d).noalias() = dp.transpose() * q;
+      matmul<T>(dp, false, k, false, dqkv.block(b * seq, h * d, seq, d), false);
+      // s = q qᵀ·scale when tied: q gets both halves
+      matmul<T>(dp, true, q, false, dqkv.block(b * seq, k_off + h * d, seq, d), tied);
     }
 
   // The key bias adds q·b_k to every score of a query row, which softmax
@@ -157,8 +156,8 @@ void SelfAttention<T>::forward_cls(const CRef<T>& x, Index batch, Index seq, con
       auto k = kv.block(b * seq, h * d, seq, d);      // (T, D)
       auto v = kv.block(b * seq, c + h * d, seq, d);  // (T, D)
       auto p = probs.row(b * heads + h);              // (1, T)
-      p.noalias() = (q.row(b).segment(h * d, d) * k.transpose()) * scale;
-      masked_softmax(probs.middleRows(b * heads + h, 1), key_valid + b * seq);
+      p.noalias() = q.row(b).segment(h * d, d) * k.transpose();
+      masked_softmax(probs.middleRows(b * heads + h, 1), key_valid + b * seq, scale);
       ctx.row(b).segment(h * d, d).noalias() = p * v;
     }
   output.forward(ctx, y);

@@ -3,27 +3,21 @@
 #include <cmath>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include "zibert/gemm.hpp"
 #include "zibert/random.hpp"
 
 namespace zibert {
 
 template <class T>
 void Linear<T>::forward(const CRef<T>& x, Ref<T> y) const {
-  // The bias first, then the product added: one pass fewer than a product
-  // (which zeroes y first) followed by a bias pass.
-  y.rowwise() = bias.row();
-  y.noalias() += x * weight.w().transpose();
+  matmul<T>(x, false, weight.w(), true, y, false, bias.value);
 }
 
 template <class T>
 void Linear<T>::backward(const CRef<T>& x, const CRef<T>& dy, Ref<T>* dx, bool accumulate) const {
-  weight.g().noalias() += dy.transpose() * x;
+  matmul<T>(dy, true, x, false, weight.g(), true);
   bias.grad_row() += dy.colwise().sum();
-  if (dx == nullptr) return;
-  if (accumulate)
-    dx->noalias() += dy * weight.w();
-  else
-    dx->noalias() = dy * weight.w();
+  if (dx != nullptr) matmul<T>(dy, false, weight.w(), false, *dx, accumulate);
 }
 
 template <class T>

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "zibert/gemm.hpp"
 #include "zibert/bench.hpp"
 
 using namespace zibert;
@@ -34,6 +35,10 @@ TEST_CASE("zibert bench reports throughput and the ceiling as JSON and as a tabl
   CHECK(j["threads"] == 2);
   const double ceiling = j["ceiling"]["gflops"];
   CHECK(ceiling > 0);
+  // The ceiling is the faster of zibert's gemm (when native) and Eigen's product.
+  CHECK(j["ceiling"]["eigen_gflops"].get<double>() > 0);
+  CHECK(ceiling == std::max(j["ceiling"]["eigen_gflops"].get<double>(), j["ceiling"]["gemm_gflops"].get<double>()));
+  CHECK((j["ceiling"]["gemm_gflops"].get<double>() > 0) == zibert::gemm_is_native());
   for (const char* phase : {"train", "inference"}) {
     INFO(phase);
     const auto& p = j[phase];

@@ -42,7 +42,9 @@ struct BenchResult {
   std::string data_desc;
   double mean_tokens = 0;          // per example, with [CLS]/[SEP]
   BenchPhase train, infer;
-  double ceiling_gflops = 0;
+  double ceiling_gflops = 0;       // the faster of the two below
+  double ceiling_gemm_gflops = 0;  // zibert's gemm (0 when it falls back to Eigen)
+  double ceiling_eigen_gflops = 0;
 };
 
 // FLOPs (2 per multiply-add) of one forward pass over a sequence of `tokens`
@@ -54,8 +56,9 @@ struct BenchResult {
 // implementation computes them.
 double forward_flops(const ModelConfig& config, std::int64_t tokens, bool cls_only);
 
-// The best GFLOP/s of an n×n×n single-precision product (Eigen, current threads).
-double matmul_ceiling_gflops(std::int64_t n, double seconds);
+// The best GFLOP/s of an n×n×n single-precision product over `seconds`, with
+// the current OpenMP threads: zibert's gemm when use_gemm, else Eigen's.
+double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm);
 
 // Peak resident set of this process in MB (VmHWM), and a reset of it where
 // the kernel allows (/proc/self/clear_refs); returns false when it could not.

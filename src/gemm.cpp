@@ -1,0 +1,249 @@
+#include "zibert/gemm.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace zibert {
+
+namespace {
+
+#if !defined(__AVX512F__)
+// Eigen's product, the fallback.
+void eigen_gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
+                const float* bias) {
+  using Stride = Eigen::OuterStride<>;
+  using CM = Eigen::Map<const MatR<float>, 0, Stride>;
+  using CMT = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>, 0, Stride>;
+  Eigen::Map<MatR<float>, 0, Stride> cm(c, m, n, Stride(ldc));
+  if (bias) {
+    cm.rowwise() = Eigen::Map<const Eigen::RowVectorXf>(bias, n);
+    accumulate = true;
+  }
+  auto run = [&](const auto& am) {
+    auto go = [&](const auto& bm) {
+      if (accumulate)
+        cm.noalias() += am * bm;
+      else
+        cm.noalias() = am * bm;
+    };
+    if (b.transposed)
+      go(CMT(b.data, k, n, Stride(b.ld)));
+    else
+      go(CM(b.data, k, n, Stride(b.ld)));
+  };
+  if (a.transposed)
+    run(CMT(a.data, m, k, Stride(a.ld)));
+  else
+    run(CM(a.data, m, k, Stride(a.ld)));
+}
+#endif
+
+#if defined(__AVX512F__)
+
+constexpr Index kMr = 12;   // rows of a tile: broadcasts from packed A
+constexpr Index kNr = 32;   // columns of a tile: two 16-float vectors of packed B
+constexpr Index kKc = 256;  // depth of a block: a packed B panel (kKc x kNr) fits L1
+constexpr Index kMc = 96;   // rows of a packed A block (kMc x kKc) that stays in L2
+
+// Packs rows [0, mc) x depth [0, kc) of A (already offset) into tiles of kMr
+// rows, zero past mc, in the layout that is a plain copy of the source: a
+// transposed A (columns contiguous) goes depth-major, kMr floats per depth
+// (element (r, p) at p * kMr + r); a row-major A goes row-major with rows kKc
+// apart (element (r, p) at r * kKc + p), so the kernel's 12 broadcasts address
+// with constant offsets from one pointer.
+void pack_a(const GemmOperand& a, Index mc, Index kc, float* out) {
+  for (Index i0 = 0; i0 < mc; i0 += kMr) {
+    const Index rows = std::min(kMr, mc - i0);
+    float* dst = out + i0 * kKc;
+    if (a.transposed) {
+      for (Index p = 0; p < kc; ++p) {
+        const float* src = a.data + p * a.ld + i0;
+        Index r = 0;
+        for (; r < rows; ++r) dst[p * kMr + r] = src[r];
+        for (; r < kMr; ++r) dst[p * kMr + r] = 0.0f;
+      }
+    } else {
+      for (Index r = 0; r < rows; ++r) std::copy_n(a.data + (i0 + r) * a.ld, kc, dst + r * kKc);
+      for (Index r = rows; r < kMr; ++r) std::fill_n(dst + r * kKc, kc, 0.0f);
+    }
+  }
+}
+
+// Packs depth [0, kc) x columns [0, n) of B (already offset) into panels of
+// kNr columns: for each depth p, kNr consecutive floats; columns past n are zero.
+void pack_b(const GemmOperand& b, Index kc, Index n, float* out) {
+  for (Index j0 = 0; j0 < n; j0 += kNr) {
+    const Index cols = std::min(kNr, n - j0);
+    float* dst = out + j0 * kc;
+    if (b.transposed) {
+      for (Index j = 0; j < cols; ++j) {
+        const float* src = b.data + (j0 + j) * b.ld;
+        for (Index p = 0; p < kc; ++p) dst[p * kNr + j] = src[p];
+      }
+      for (Index j = cols; j < kNr; ++j)
+        for (Index p = 0; p < kc; ++p) dst[p * kNr + j] = 0.0f;
+    } else {
+      const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
+      const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
+      for (Index p = 0; p < kc; ++p) {
+        const float* src = b.data + p * b.ld + j0;
+        _mm512_storeu_ps(dst + p * kNr, _mm512_maskz_loadu_ps(m0, src));
+        _mm512_storeu_ps(dst + p * kNr + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+      }
+    }
+  }
+}
+
+// C[0:rows, 0:cols] = base + packed A tile x packed B panel over depth kc,
+// where row r of base is at base + r * base_ld (base == c to accumulate, a
+// bias row with base_ld == 0, or nullptr for none). Element (r, p) of the A
+// tile is at pa[r * kRowStep + p * kDepthStep]; kVecs 16-float vectors of the
+// panel are used (1 for a last panel of at most 16 columns).
+template <Index kRowStep, Index kDepthStep, int kVecs>
+void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, float* c, Index ldc, Index rows,
+            Index cols, const float* base, Index base_ld) {
+  // The destination rows are usually out of L1 (C is written once per depth
+  // block): start fetching them while the products run.
+  for (Index r = 0; r < rows; ++r)
+    for (int v = 0; v < kVecs; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16 * v), _MM_HINT_T0);
+  __m512 acc[kMr][kVecs];
+#pragma GCC unroll 24
+  for (int r = 0; r < kMr; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (Index p = 0; p < kc; ++p) {
+    __m512 bv[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(pb + p * kNr + 16 * v);
+#pragma GCC unroll 12
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 av = _mm512_set1_ps(pa[r * kRowStep + p * kDepthStep]);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  __mmask16 mask[kVecs];
+  for (int v = 0; v < kVecs; ++v) {
+    const Index left = cols - 16 * v;
+    mask[v] = static_cast<__mmask16>(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kMr; ++r) {
+    if (r >= rows) break;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) {
+      __m512 out = acc[r][v];
+      if (base) out = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], base + r * base_ld + 16 * v), out);
+      _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], out);
+    }
+  }
+}
+
+// Per-thread packing buffers, grown once and reused.
+struct PackBuffers {
+  AlignedVector<float> a, b;
+};
+PackBuffers& pack_buffers() {
+  static thread_local PackBuffers buffers;
+  return buffers;
+}
+
+GemmOperand offset(const GemmOperand& x, Index i, Index j) {
+  // Element (i, j) of the logical matrix becomes (0, 0).
+  return {x.transposed ? x.data + j * x.ld + i : x.data + i * x.ld + j, x.ld, x.transposed};
+}
+
+// Rows [0, m) of C over one depth block of kc, with B's block already packed:
+// C = C + A B when add, else bias + A B (bias may be nullptr).
+void gemm_rows(Index m, Index n, Index kc, const GemmOperand& a, const float* pb, float* c, Index ldc, bool add,
+               const float* bias) {
+  auto& buf = pack_buffers().a;
+  const std::size_t need = static_cast<std::size_t>(((kMc + kMr - 1) / kMr) * kMr * kKc);
+  if (buf.size() < need) buf.resize(need);
+  const auto wide = a.transposed ? kernel<1, kMr, 2> : kernel<kKc, 1, 2>;
+  const auto narrow = a.transposed ? kernel<1, kMr, 1> : kernel<kKc, 1, 1>;
+  for (Index i0 = 0; i0 < m; i0 += kMc) {
+    const Index mc = std::min(kMc, m - i0);
+    pack_a(offset(a, i0, 0), mc, kc, buf.data());
+    for (Index j0 = 0; j0 < n; j0 += kNr) {
+      const float* panel = pb + j0 * kc;
+      const Index cols = std::min(kNr, n - j0);
+      const auto tile = cols > 16 ? wide : narrow;
+      for (Index ir = 0; ir < mc; ir += kMr) {
+        float* dst = c + (i0 + ir) * ldc + j0;
+        const float* base = add ? dst : bias ? bias + j0 : nullptr;
+        tile(kc, buf.data() + ir * kKc, panel, dst, ldc, std::min(kMr, mc - ir), cols, base, add ? ldc : 0);
+      }
+    }
+  }
+}
+
+void native_gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
+                 const float* bias, int threads) {
+  const Index n_pad = (n + kNr - 1) / kNr * kNr;
+  AlignedVector<float>& pb = pack_buffers().b;
+  const std::size_t need = static_cast<std::size_t>(n_pad * std::min(k, kKc));
+  if (pb.size() < need) pb.resize(need);
+  const bool parallel = threads > 1 && !omp_in_parallel() && m >= 2 * kMc;
+  for (Index p0 = 0; p0 < k; p0 += kKc) {
+    const Index kc = std::min(kKc, k - p0);
+    pack_b(offset(b, p0, 0), kc, n, pb.data());
+    const bool add = accumulate || p0 > 0;
+    const GemmOperand ak = offset(a, 0, p0);
+    if (!parallel) {
+      gemm_rows(m, n, kc, ak, pb.data(), c, ldc, add, bias);
+      continue;
+    }
+    const float* shared_b = pb.data();
+    const Index blocks = (m + kMc - 1) / kMc;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (Index blk = 0; blk < blocks; ++blk) {
+      const Index i0 = blk * kMc;
+      gemm_rows(std::min(kMc, m - i0), n, kc, offset(ak, i0, 0), shared_b, c + i0 * ldc, ldc, add, bias);
+    }
+  }
+}
+
+#endif  // __AVX512F__
+
+}  // namespace
+
+bool gemm_is_native() {
+#if defined(__AVX512F__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
+          const float* bias, int threads) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate)
+      for (Index i = 0; i < m; ++i)
+        for (Index j = 0; j < n; ++j) c[i * ldc + j] = bias ? bias[j] : 0.0f;
+    return;
+  }
+#if defined(__AVX512F__)
+  native_gemm(m, n, k, a, b, c, ldc, accumulate, accumulate ? nullptr : bias, threads);
+#else
+  (void)threads;
+  eigen_gemm(m, n, k, a, b, c, ldc, accumulate, accumulate ? nullptr : bias);
+#endif
+}
+
+void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<float> c, bool accumulate,
+          const float* bias, int threads) {
+  const Index m = ta ? a.cols() : a.rows();
+  const Index k = ta ? a.rows() : a.cols();
+  const Index n = tb ? b.rows() : b.cols();
+  gemm(m, n, k, {a.data(), a.outerStride(), ta}, {b.data(), b.outerStride(), tb}, c.data(), c.outerStride(),
+       accumulate, bias, threads);
+}
+
+}  // namespace zibert

@@ -1,0 +1,91 @@
+// The float matrix product against a double-precision reference, over every
+// transposition, the edges of its tiles and blocks, bias and accumulation.
+#include <catch2/catch.hpp>
+
+#include "gradcheck.hpp"
+#include "zibert/gemm.hpp"
+
+using namespace zibert;
+using MF = MatR<float>;
+using MD = MatR<double>;
+
+namespace {
+
+MF random_float(Index rows, Index cols, std::uint64_t seed) {
+  MD m(rows, cols);
+  test::fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed);
+  return m.cast<float>();
+}
+
+// Largest |got − want| relative to the size of the terms summed.
+double relative_error(const MF& got, const MD& want, Index k) {
+  return (got.cast<double>() - want).cwiseAbs().maxCoeff() / static_cast<double>(std::max<Index>(k, 1));
+}
+
+}  // namespace
+
+TEST_CASE("gemm matches a double reference for every transposition and edge size", "[gemm]") {
+  std::uint64_t seed = 1;
+  double worst = 0;
+  int cases = 0;
+  // Around the 12-row tile, the 32-column panel (and its 16-column half), the
+  // 96-row block and the 256-deep block.
+  for (Index m : {1, 11, 12, 13, 97, 200})
+    for (Index n : {1, 15, 16, 17, 32, 33, 70})
+      for (Index k : {1, 5, 255, 256, 257, 600})
+        for (int variant = 0; variant < 8; ++variant) {
+          const bool ta = variant & 1, tb = variant & 2, acc = variant & 4;
+          MF a = ta ? random_float(k, m, seed++) : random_float(m, k, seed++);
+          MF b = tb ? random_float(n, k, seed++) : random_float(k, n, seed++);
+          MF c = random_float(m, n, seed++);
+          Eigen::RowVectorXf bias = random_float(1, n, seed++);
+          const bool with_bias = !acc && (m + n + k) % 2 == 1;
+          MD ad = a.cast<double>(), bd = b.cast<double>();
+          MD want = (ta ? MD(ad.transpose()) : ad) * (tb ? MD(bd.transpose()) : bd);
+          if (acc) want += c.cast<double>();
+          if (with_bias) want.rowwise() += bias.cast<double>();
+          gemm(a, ta, b, tb, c, acc, with_bias ? bias.data() : nullptr, m > 100 ? 2 : 1);
+          worst = std::max(worst, relative_error(c, want, k));
+          ++cases;
+        }
+  INFO(cases << " products, gemm native: " << gemm_is_native());
+  CHECK(worst < 1e-6);
+}
+
+TEST_CASE("gemm writes only the requested block of a strided output", "[gemm]") {
+  // c is a 20 x 45 window into a larger matrix; nothing outside may change.
+  MF big = random_float(40, 80, 7);
+  const MF before = big;
+  MF a = random_float(20, 33, 8), b = random_float(33, 45, 9);
+  Ref<float> window(big.block(5, 17, 20, 45));
+  gemm(a, false, b, false, window, false);
+  MD want = a.cast<double>() * b.cast<double>();
+  CHECK(relative_error(big.block(5, 17, 20, 45), want, 33) < 1e-6);
+  MF outside = big;
+  outside.block(5, 17, 20, 45) = before.block(5, 17, 20, 45);
+  CHECK(outside == before);
+}
+
+TEST_CASE("gemm gives bit-identical rows whatever the threads or the rows around them", "[gemm]") {
+  // The data-parallel trainer and resumed runs rely on each element being
+  // summed in one fixed order.
+  MF a = random_float(700, 300, 11), b = random_float(300, 130, 12);
+  MF one(700, 130), two(700, 130), part(123, 130);
+  gemm(a, false, b, false, one, false, nullptr, 1);
+  gemm(a, false, b, false, two, false, nullptr, 2);
+  CHECK(one == two);
+  gemm(a.middleRows(301, 123), false, b, false, part, false, nullptr, 1);
+  CHECK(part == one.middleRows(301, 123));
+}
+
+TEST_CASE("matmul in double is Eigen's product with bias and accumulation", "[gemm]") {
+  MD a = random_float(9, 7, 21).cast<double>(), b = random_float(5, 7, 22).cast<double>();
+  MD c = MD::Constant(9, 5, 2.0);
+  std::vector<double> bias{1, 2, 3, 4, 5};
+  matmul<double>(a, false, b, true, c, false, bias.data());
+  MD want = a * b.transpose();
+  want.rowwise() += Eigen::Map<Eigen::RowVectorXd>(bias.data(), 5);
+  CHECK((c - want).cwiseAbs().maxCoeff() < 1e-12);
+  matmul<double>(a, false, b, true, c, true);
+  CHECK((c - want - a * b.transpose()).cwiseAbs().maxCoeff() < 1e-12);
+}
