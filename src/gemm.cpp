@@ -61,12 +61,9 @@ void pack_a(const GemmOperand& a, Index mc, Index kc, float* out) {
     const Index rows = std::min(kMr, mc - i0);
     float* dst = out + i0 * kKc;
     if (a.transposed) {
-      for (Index p = 0; p < kc; ++p) {
-        const float* src = a.data + p * a.ld + i0;
-        Index r = 0;
-        for (; r < rows; ++r) dst[p * kMr + r] = src[r];
-        for (; r < kMr; ++r) dst[p * kMr + r] = 0.0f;
-      }
+      const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1), tile = (1u << kMr) - 1;
+      for (Index p = 0; p < kc; ++p)
+        _mm512_mask_storeu_ps(dst + p * kMr, tile, _mm512_maskz_loadu_ps(mask, a.data + p * a.ld + i0));
     } else {
       for (Index r = 0; r < rows; ++r) std::copy_n(a.data + (i0 + r) * a.ld, kc, dst + r * kKc);
       for (Index r = rows; r < kMr; ++r) std::fill_n(dst + r * kKc, kc, 0.0f);
