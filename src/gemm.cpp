@@ -45,16 +45,16 @@ void eigen_gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* 
 
 #if defined(__AVX512F__)
 
-constexpr Index kMr = 12;   // rows of a tile: broadcasts from packed A
+constexpr Index kMr = 14;   // rows of a tile: broadcasts from packed A
 constexpr Index kNr = 32;   // columns of a tile: two 16-float vectors of packed B
 constexpr Index kKc = 256;  // depth of a block: a packed B panel (kKc x kNr) fits L1
-constexpr Index kMc = 96;   // rows of a packed A block (kMc x kKc) that stays in L2
+constexpr Index kMc = 98;   // rows of a packed A block (kMc x kKc) that stays in L2
 
 // Packs rows [0, mc) x depth [0, kc) of A (already offset) into tiles of kMr
 // rows, zero past mc, in the layout that is a plain copy of the source: a
 // transposed A (columns contiguous) goes depth-major, kMr floats per depth
 // (element (r, p) at p * kMr + r); a row-major A goes row-major with rows kKc
-// apart (element (r, p) at r * kKc + p), so the kernel's 12 broadcasts address
+// apart (element (r, p) at r * kKc + p), so the kernel's kMr broadcasts address
 // with constant offsets from one pointer.
 void pack_a(const GemmOperand& a, Index mc, Index kc, float* out) {
   for (Index i0 = 0; i0 < mc; i0 += kMr) {
@@ -109,14 +109,14 @@ void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, fl
   for (Index r = 0; r < rows; ++r)
     for (int v = 0; v < kVecs; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16 * v), _MM_HINT_T0);
   __m512 acc[kMr][kVecs];
-#pragma GCC unroll 24
+#pragma GCC unroll 32
   for (int r = 0; r < kMr; ++r)
     for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
   for (Index p = 0; p < kc; ++p) {
     __m512 bv[kVecs];
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(pb + p * kNr + 16 * v);
-#pragma GCC unroll 12
+#pragma GCC unroll 16
     for (int r = 0; r < kMr; ++r) {
       const __m512 av = _mm512_set1_ps(pa[r * kRowStep + p * kDepthStep]);
 #pragma GCC unroll 2
@@ -128,7 +128,7 @@ void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, fl
     const Index left = cols - 16 * v;
     mask[v] = static_cast<__mmask16>(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
   }
-#pragma GCC unroll 12
+#pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     if (r >= rows) break;
 #pragma GCC unroll 2
