@@ -78,12 +78,24 @@ void pack_b(const GemmOperand& b, Index kc, Index n, float* out) {
     const Index cols = std::min(kNr, n - j0);
     float* dst = out + j0 * kc;
     if (b.transposed) {
-      for (Index j = 0; j < cols; ++j) {
-        const float* src = b.data + (j0 + j) * b.ld;
-        for (Index p = 0; p < kc; ++p) dst[p * kNr + j] = src[p];
-      }
-      for (Index j = cols; j < kNr; ++j)
-        for (Index p = 0; p < kc; ++p) dst[p * kNr + j] = 0.0f;
+      // Column j of the panel is row j0 + j of the source: 16 x 16 blocks are
+      // loaded as rows and transposed in registers (Eigen's ptranspose).
+      for (Index half = 0; half < 2; ++half)
+        for (Index p0 = 0; p0 < kc; p0 += 16) {
+          const Index depth = std::min<Index>(16, kc - p0);
+          const __mmask16 mask = static_cast<__mmask16>(depth >= 16 ? 0xFFFF : (1u << depth) - 1);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // __m512 as a template argument
+          Eigen::internal::PacketBlock<Eigen::internal::Packet16f, 16> block;
+#pragma GCC diagnostic pop
+          for (Index j = 0; j < 16; ++j) {
+            const Index col = 16 * half + j;
+            block.packet[j] = col < cols ? _mm512_maskz_loadu_ps(mask, b.data + (j0 + col) * b.ld + p0)
+                                         : _mm512_setzero_ps();
+          }
+          Eigen::internal::ptranspose(block);
+          for (Index q = 0; q < depth; ++q) _mm512_storeu_ps(dst + (p0 + q) * kNr + 16 * half, block.packet[q]);
+        }
     } else {
       const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
       const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
