@@ -12,6 +12,40 @@
 namespace zibert {
 namespace {
 
+// exp(scale · x − scale · max x) normalised, over row[0, len), in place.
+template <class T>
+void softmax_prefix(T* row, Index len, T scale) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    // Eigen's vectorised exp, with masked loads for the last partial vector
+    // (Eigen's own loop would take libm's scalar expf for up to 15 of them).
+    using Eigen::internal::pexp;
+    auto mask_at = [len](Index j) {
+      return static_cast<__mmask16>(len - j >= 16 ? 0xFFFF : (1u << (len - j)) - 1);
+    };
+    __m512 top = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    // Masked loads throughout: nothing past row[len) is touched.
+    for (Index j = 0; j < len; j += 16)
+      top = _mm512_mask_max_ps(top, mask_at(j), top, _mm512_maskz_loadu_ps(mask_at(j), row + j));
+    const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(top) * scale), factor = _mm512_set1_ps(scale);
+    __m512 total = _mm512_setzero_ps();
+    for (Index j = 0; j < len; j += 16) {
+      const __mmask16 m = mask_at(j);
+      const __m512 e = pexp(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, row + j), factor, shift));
+      total = _mm512_mask_add_ps(total, m, total, e);
+      _mm512_mask_storeu_ps(row + j, m, e);
+    }
+    const __m512 sum = _mm512_set1_ps(_mm512_reduce_add_ps(total));
+    for (Index j = 0; j < len; j += 16)
+      _mm512_mask_storeu_ps(row + j, mask_at(j), _mm512_div_ps(_mm512_maskz_loadu_ps(mask_at(j), row + j), sum));
+    return;
+  }
+#endif
+  Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> r(row, len);
+  r = (r * scale - r.maxCoeff() * scale).exp();
+  r /= r.sum();
+}
+
 // Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
 // weighted 0. [PAD] keys normally trail the text, so the common case is a
 // softmax over a prefix, vectorised.
@@ -23,11 +57,7 @@ void masked_softmax(P&& p, const std::uint8_t* valid, T scale) {
   Index rest = len;
   while (rest < seq && !valid[rest]) ++rest;
   if (len > 0 && rest == seq) {
-    for (Index i = 0; i < p.rows(); ++i) {
-      auto row = p.row(i).head(len).array();
-      row = (row * scale - row.maxCoeff() * scale).exp();
-      row /= row.sum();
-    }
+    for (Index i = 0; i < p.rows(); ++i) softmax_prefix(&p(i, 0), len, scale);
     p.rightCols(seq - len).setZero();
     return;
   }
