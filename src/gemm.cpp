@@ -166,6 +166,30 @@ GemmOperand offset(const GemmOperand& x, Index i, Index j) {
   return {x.transposed ? x.data + j * x.ld + i : x.data + i * x.ld + j, x.ld, x.transposed};
 }
 
+using KernelFn = void (*)(Index, const float*, const float*, float*, Index, Index, Index, const float*, Index);
+struct Kernels {
+  KernelFn wide = nullptr, narrow = nullptr;  // for panels of > 16 and <= 16 columns
+};
+template <Index kRowStep, Index kDepthStep>
+constexpr Kernels kernels() {
+  return {kernel<kRowStep, kDepthStep, 2>, kernel<kRowStep, kDepthStep, 1>};
+}
+
+// Kernels that read a row-major A in place, for the row strides the model's
+// matrices have (widths C, 3C and F of the shipped and common shapes): the
+// same constant-offset broadcasts as packed rows, without the copy.
+Kernels in_place_kernels(Index lda) {
+  switch (lda) {
+    case 64: return kernels<64, 1>();
+    case 128: return kernels<128, 1>();
+    case 192: return kernels<192, 1>();
+    case 256: return kernels<256, 1>();
+    case 384: return kernels<384, 1>();
+    case 512: return kernels<512, 1>();
+    default: return {};
+  }
+}
+
 // Rows [0, m) of C over one depth block of kc, with B's block already packed:
 // C = C + A B when add, else bias + A B (bias may be nullptr).
 void gemm_rows(Index m, Index n, Index kc, const GemmOperand& a, const float* pb, float* c, Index ldc, bool add,
@@ -173,19 +197,26 @@ void gemm_rows(Index m, Index n, Index kc, const GemmOperand& a, const float* pb
   auto& buf = pack_buffers().a;
   const std::size_t need = static_cast<std::size_t>(((kMc + kMr - 1) / kMr) * kMr * kKc);
   if (buf.size() < need) buf.resize(need);
-  const auto wide = a.transposed ? kernel<1, kMr, 2> : kernel<kKc, 1, 2>;
-  const auto narrow = a.transposed ? kernel<1, kMr, 1> : kernel<kKc, 1, 1>;
+  const Kernels packed = a.transposed ? kernels<1, kMr>() : kernels<kKc, 1>();
+  const Kernels in_place = a.transposed ? Kernels{} : in_place_kernels(a.ld);
   for (Index i0 = 0; i0 < m; i0 += kMc) {
     const Index mc = std::min(kMc, m - i0);
-    pack_a(offset(a, i0, 0), mc, kc, buf.data());
+    // Full tiles read in place when a kernel has A's stride; the rest
+    // (a last partial tile, whose missing rows must not be read) is packed.
+    const Index unpacked = in_place.wide ? mc / kMr * kMr : 0;
+    const GemmOperand block = offset(a, i0, 0);
+    if (unpacked < mc) pack_a(offset(block, unpacked, 0), mc - unpacked, kc, buf.data());
     for (Index j0 = 0; j0 < n; j0 += kNr) {
       const float* panel = pb + j0 * kc;
       const Index cols = std::min(kNr, n - j0);
-      const auto tile = cols > 16 ? wide : narrow;
       for (Index ir = 0; ir < mc; ir += kMr) {
         float* dst = c + (i0 + ir) * ldc + j0;
         const float* base = add ? dst : bias ? bias + j0 : nullptr;
-        tile(kc, buf.data() + ir * kKc, panel, dst, ldc, std::min(kMr, mc - ir), cols, base, add ? ldc : 0);
+        const bool direct = ir < unpacked;
+        const Kernels& k = direct ? in_place : packed;
+        const float* tile = direct ? block.data + ir * a.ld : buf.data() + (ir - unpacked) * kKc;
+        (cols > 16 ? k.wide : k.narrow)(kc, tile, panel, dst, ldc, std::min(kMr, mc - ir), cols, base,
+                                        add ? ldc : 0);
       }
     }
   }

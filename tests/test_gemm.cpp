@@ -89,3 +89,17 @@ TEST_CASE("matmul in double is Eigen's product with bias and accumulation", "[ge
   matmul<double>(a, false, b, true, c, true);
   CHECK((c - want - a * b.transpose()).cwiseAbs().maxCoeff() < 1e-12);
 }
+
+TEST_CASE("gemm is exact for a row-major A of every row stride it reads in place", "[gemm]") {
+  // Strides 64 .. 512 have kernels that read A where it is; others are packed.
+  std::uint64_t seed = 100;
+  for (Index stride : {64, 100, 128, 192, 256, 384, 512}) {
+    INFO("row stride " << stride);
+    const Index m = 2 * 14 + 5, k = std::min<Index>(stride, 300), n = 40;
+    MF wide = random_float(m, stride, seed++), b = random_float(k, n, seed++), c(m, n);
+    auto a = wide.leftCols(k);  // rows `stride` floats apart
+    gemm(a, false, b, false, c, false);
+    MD want = a.cast<double>() * b.cast<double>();
+    CHECK(relative_error(c, want, k) < 1e-6);
+  }
+}
