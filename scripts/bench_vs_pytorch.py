@@ -4,7 +4,7 @@ same batch, optimiser and number of threads, one after the other in one run.
 Each side runs --rounds times per shape, alternating, and its median is kept.
 
 usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5]
-                                [--rounds 3] [--texts 4096] [--json]
+                                [--rounds 3] [--texts 4096] [--shape NAME] [--json]
 """
 import argparse
 import json
@@ -60,20 +60,25 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--texts", type=int, default=4096)
+    ap.add_argument("--shape", choices=[name for name, _ in SHAPES], action="append",
+                    help="run only this shape (repeatable; default: all)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    shapes = [(name, shape) for name, shape in SHAPES if not args.shape or name in args.shape]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "bench.tsv")
         write_data(data, args.texts, 1)
-        for name, shape in SHAPES:
+        for name, shape in shapes:
             z, t = [], []
             for r in range(args.rounds):
                 print(f"bench-vs-pytorch: {name} round {r + 1}/{args.rounds}", file=sys.stderr)
                 z.append(run_zibert(args, data, shape))
                 t.append(run_torch(args, data, shape))
             row = dict(shape=name, **shape, max_len=MAX_LEN, batch=args.batch, threads=args.threads,
-                       torch=t[0]["torch"], ceiling_gflops=statistics.median(x["ceiling"]["gflops"] for x in z))
+                       torch=t[0]["torch"], ceiling_gflops=statistics.median(x["ceiling"]["gflops"] for x in z),
+                       ceiling_gemm_gflops=statistics.median(x["ceiling"]["gemm_gflops"] for x in z),
+                       ceiling_eigen_gflops=statistics.median(x["ceiling"]["eigen_gflops"] for x in z))
             for phase in ("train", "inference"):
                 zs, ts = median_of(z, phase, "examples_per_s"), median_of(t, phase, "examples_per_s")
                 row[phase] = dict(zibert_examples_per_s=zs, torch_examples_per_s=ts, ratio=zs / ts,
@@ -97,7 +102,8 @@ def main():
             print(f"{label:<28} {phase:<10} {p['zibert_examples_per_s']:>11.0f} {p['torch_examples_per_s']:>12.0f} "
                   f"{p['ratio']:>5.1f}x {p['zibert_gflops']:>14.1f} {100 * p['zibert_ceiling_fraction']:>9.1f}% "
                   f"{p['torch_gflops']:>15.1f}")
-        print(f"{'':<28} ceiling    {row['ceiling_gflops']:.1f} GFLOP/s (zibert's sgemm, same threads)")
+        print(f"{'':<28} ceiling    {row['ceiling_gflops']:.1f} GFLOP/s (2048^3 float32, same threads; "
+              f"zibert's gemm {row['ceiling_gemm_gflops']:.1f}, Eigen {row['ceiling_eigen_gflops']:.1f})")
 
 
 if __name__ == "__main__":
