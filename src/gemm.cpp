@@ -12,37 +12,6 @@ namespace zibert {
 
 namespace {
 
-#if !defined(__AVX512F__)
-// Eigen's product, the fallback.
-void eigen_gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
-                const float* bias) {
-  using Stride = Eigen::OuterStride<>;
-  using CM = Eigen::Map<const MatR<float>, 0, Stride>;
-  using CMT = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>, 0, Stride>;
-  Eigen::Map<MatR<float>, 0, Stride> cm(c, m, n, Stride(ldc));
-  if (bias) {
-    cm.rowwise() = Eigen::Map<const Eigen::RowVectorXf>(bias, n);
-    accumulate = true;
-  }
-  auto run = [&](const auto& am) {
-    auto go = [&](const auto& bm) {
-      if (accumulate)
-        cm.noalias() += am * bm;
-      else
-        cm.noalias() = am * bm;
-    };
-    if (b.transposed)
-      go(CMT(b.data, k, n, Stride(b.ld)));
-    else
-      go(CM(b.data, k, n, Stride(b.ld)));
-  };
-  if (a.transposed)
-    run(CMT(a.data, m, k, Stride(a.ld)));
-  else
-    run(CM(a.data, m, k, Stride(a.ld)));
-}
-#endif
-
 #if defined(__AVX512F__)
 
 constexpr Index kMr = 14;   // rows of a tile: broadcasts from packed A
@@ -108,11 +77,11 @@ void pack_b(const GemmOperand& b, Index kc, Index n, float* out) {
   }
 }
 
-// C[0:rows, 0:cols] = base + packed A tile x packed B panel over depth kc,
-// where row r of base is at base + r * base_ld (base == c to accumulate, a
-// bias row with base_ld == 0, or nullptr for none). Element (r, p) of the A
-// tile is at pa[r * kRowStep + p * kDepthStep]; kVecs 16-float vectors of the
-// panel are used (1 for a last panel of at most 16 columns).
+// C[0:rows, 0:cols] = base + A tile x packed B panel over depth kc, where row
+// r of base is at base + r * base_ld (base == c to accumulate, a bias row with
+// base_ld == 0, or nullptr for none). Element (r, p) of the A tile (packed, or
+// a row-major A read in place) is at pa[r * kRowStep + p * kDepthStep]; kVecs
+// 16-float vectors of the panel are used (1 for a last panel of <= 16 columns).
 template <Index kRowStep, Index kDepthStep, int kVecs>
 void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, float* c, Index ldc, Index rows,
             Index cols, const float* base, Index base_ld) {
@@ -273,7 +242,13 @@ void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Ind
   native_gemm(m, n, k, a, b, c, ldc, accumulate, accumulate ? nullptr : bias, threads);
 #else
   (void)threads;
-  eigen_gemm(m, n, k, a, b, c, ldc, accumulate, accumulate ? nullptr : bias);
+  using Stride = Eigen::OuterStride<>;
+  auto stored = [](const GemmOperand& x, Index rows, Index cols) {  // the matrix as it sits in memory
+    return Eigen::Map<const MatR<float>, 0, Stride>(x.data, x.transposed ? cols : rows, x.transposed ? rows : cols,
+                                                    Stride(x.ld));
+  };
+  eigen_matmul<float>(stored(a, m, k), a.transposed, stored(b, k, n), b.transposed,
+                      Eigen::Map<MatR<float>, 0, Stride>(c, m, n, Stride(ldc)), accumulate, bias);
 #endif
 }
 

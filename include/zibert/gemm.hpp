@@ -4,9 +4,9 @@
 // where Eigen 3.4's float kernel (48 x 4 tiles) keeps 12; elsewhere it falls
 // back to Eigen.
 //
-// Every element of C is summed in the same order (k ascending, in blocks of
-// kKc) whatever the thread count or which rows of A come along, so splitting a
-// product by rows gives bit-identical rows.
+// With the AVX-512 kernel every element of C is summed in the same order (k
+// ascending, in blocks of 256) whatever the thread count or which rows of A
+// come along, so splitting a product by rows gives bit-identical rows.
 #pragma once
 #include <omp.h>
 
@@ -39,29 +39,36 @@ void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<floa
           const float* bias = nullptr, int threads = 1);
 
 // c (=|+=) op(a) · op(b), op transposing when asked, or c = bias + op(a) · op(b)
-// with a bias row: gemm for float (split over the OpenMP threads when called
-// outside a parallel region), Eigen for double.
+// with a bias row (n values), by Eigen's product: the double path, and the
+// float one where AVX-512 is missing.
+template <class T>
+void eigen_matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
+                  const T* bias = nullptr) {
+  if (bias && !accumulate) {
+    c.rowwise() = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, c.cols());
+    accumulate = true;
+  }
+  auto assign = [&](const auto& product) {
+    if (accumulate)
+      c.noalias() += product;
+    else
+      c.noalias() = product;
+  };
+  if (ta && tb) assign(a.transpose() * b.transpose());
+  else if (ta) assign(a.transpose() * b);
+  else if (tb) assign(a * b.transpose());
+  else assign(a * b);
+}
+
+// The same, by gemm for float (split over the OpenMP threads when called
+// outside a parallel region) and by Eigen for double.
 template <class T>
 void matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
             const T* bias = nullptr) {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, float>)
     gemm(a, ta, b, tb, c, accumulate, bias, omp_get_max_threads());
-  } else {
-    if (bias && !accumulate) {
-      c.rowwise() = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, c.cols());
-      accumulate = true;
-    }
-    auto assign = [&](const auto& product) {
-      if (accumulate)
-        c.noalias() += product;
-      else
-        c.noalias() = product;
-    };
-    if (ta && tb) assign(a.transpose() * b.transpose());
-    else if (ta) assign(a.transpose() * b);
-    else if (tb) assign(a * b.transpose());
-    else assign(a * b);
-  }
+  else
+    eigen_matmul<T>(a, ta, b, tb, c, accumulate, bias);
 }
 
 }  // namespace zibert
