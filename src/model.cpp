@@ -276,9 +276,26 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
 
 template <class T>
 CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
-  Batch unlabelled{batch.size, batch.seq, batch.ids, {}};
-  forward(batch.labels.empty() ? batch : unlabelled, cache, nullptr);
-  return CMatMap<T>(cache.probs.data.data(), batch.size, config_.labels);
+  // Sequences go through in groups of about kPredictRows token rows, so that
+  // one step's activations stay in the core's L2 cache instead of the whole
+  // batch's streaming through L3. A sequence's probabilities do not depend on
+  // which others share its pass. Attention maps (all_rows) need the batch whole.
+  const Index group = cache.all_rows ? batch.size : std::max<Index>(1, kPredictRows / std::max<Index>(1, batch.seq));
+  if (group >= batch.size) {
+    Batch unlabelled{batch.size, batch.seq, batch.ids, {}};
+    forward(batch.labels.empty() ? batch : unlabelled, cache, nullptr);
+    return CMatMap<T>(cache.probs.data.data(), batch.size, config_.labels);
+  }
+  MatMap<T> out = cache.predictions.view(batch.size, config_.labels);
+  Batch part;
+  part.seq = batch.seq;
+  for (Index b0 = 0; b0 < batch.size; b0 += group) {
+    part.size = std::min(group, batch.size - b0);
+    part.ids.assign(batch.ids.begin() + b0 * batch.seq, batch.ids.begin() + (b0 + part.size) * batch.seq);
+    forward(part, cache, nullptr);
+    out.middleRows(b0, part.size) = MatMap<T>(cache.probs.data.data(), part.size, config_.labels);
+  }
+  return CMatMap<T>(out.data(), batch.size, config_.labels);
 }
 
 template <class T>

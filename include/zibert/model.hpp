@@ -88,6 +88,7 @@ struct ModelCache {
   Buffer<T> pooled_dropped;  // (B, C)
   Buffer<T> logits;     // (B, K)
   Buffer<T> probs;      // (B, K)
+  Buffer<T> predictions;  // (B, K) predict's result when it ran the batch in groups
   // backward scratch
   Buffer<T> grad_a, grad_b, grad_c, grad_ff;  // (N, C), (N, C), (N, C), (N, F)
   Buffer<T> grad_in, grad_out;                // (N, C) a layer's dx and dy
@@ -129,8 +130,11 @@ class Bert {
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
   // the forward pass on the same batch.
   void backward(const Batch& batch, ModelCache<T>& cache);
-  // Fills cache with the forward pass and returns the (B, K) class probabilities.
+  // Returns the (B, K) class probabilities. The batch runs in groups of about
+  // kPredictRows token rows (whole when cache.all_rows), so the cache holds
+  // the forward pass of the last group only, unless the batch was one group.
   CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache) const;
+  static constexpr Index kPredictRows = 512;
 
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorInfo>& layout() const { return layout_; }
