@@ -10,9 +10,10 @@
 
 int main(int argc, char** argv) {
   using namespace zibert::cli;
-  // Eigen allocates its packing buffers for every matrix product; keep those
-  // on the heap instead of fresh mmap()s, whose page faults cost a training
-  // step ~4 % (perf).
+  // Large temporaries (Eigen's products and expression temporaries, growing
+  // buffers) stay on the heap instead of fresh mmap()s, whose page faults cost
+  // a training step ~4 % (perf) while Eigen did every product; zibert's own
+  // product keeps per-thread packing buffers.
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported like

@@ -7,6 +7,16 @@
 
 namespace zibert {
 
+Batch Batch::part(Index from, Index count) const {
+  Batch out;
+  out.size = count;
+  out.seq = seq;
+  out.first = first + from;
+  out.ids.assign(ids.begin() + from * seq, ids.begin() + (from + count) * seq);
+  if (!labels.empty()) out.labels.assign(labels.begin() + from, labels.begin() + from + count);
+  return out;
+}
+
 void ModelConfig::validate() const {
   auto bad = [](const std::string& what) { throw Error("invalid model config: " + what); };
   if (vocab_size <= 5 || vocab_size > 10'000'000) bad("vocab_size must be in 6..10000000");
@@ -287,11 +297,9 @@ CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
     return CMatMap<T>(cache.probs.data.data(), batch.size, config_.labels);
   }
   MatMap<T> out = cache.predictions.view(batch.size, config_.labels);
-  Batch part;
-  part.seq = batch.seq;
   for (Index b0 = 0; b0 < batch.size; b0 += group) {
-    part.size = std::min(group, batch.size - b0);
-    part.ids.assign(batch.ids.begin() + b0 * batch.seq, batch.ids.begin() + (b0 + part.size) * batch.seq);
+    Batch part = batch.part(b0, std::min(group, batch.size - b0));
+    part.labels.clear();
     forward(part, cache, nullptr);
     out.middleRows(b0, part.size) = MatMap<T>(cache.probs.data.data(), part.size, config_.labels);
   }

@@ -28,15 +28,9 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
     bound_ = net.params().data();
   }
   pieces_.resize(static_cast<std::size_t>(parts));
-  const Index seq = batch.seq;
   for (Index p = 0; p < parts; ++p) {
     const Index b0 = batch.size * p / parts, b1 = batch.size * (p + 1) / parts;
-    Batch& piece = pieces_[p];
-    piece.size = b1 - b0;
-    piece.seq = seq;
-    piece.first = batch.first + b0;
-    piece.ids.assign(batch.ids.begin() + b0 * seq, batch.ids.begin() + b1 * seq);
-    piece.labels.assign(batch.labels.begin() + b0, batch.labels.begin() + b1);
+    pieces_[p] = batch.part(b0, b1 - b0);
   }
   std::vector<T> losses(static_cast<std::size_t>(parts));
   std::exception_ptr error;

@@ -46,6 +46,9 @@ struct Batch {
   std::vector<std::int32_t> ids;     // (B*T)
   std::vector<std::int32_t> labels;  // (B), may be empty for inference
   Index first = 0;                   // position of this batch's first example in a larger batch it is part of
+  // Sequences [from, from + count) as a batch of their own (their labels, if
+  // any; first counts from the whole), for splitting over threads or groups.
+  Batch part(Index from, Index count) const;
 };
 
 template <class T>
