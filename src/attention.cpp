@@ -12,38 +12,61 @@
 namespace zibert {
 namespace {
 
-// exp(scale · x − scale · max x) normalised, over row[0, len), in place.
-template <class T>
-void softmax_prefix(T* row, Index len, T scale) {
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>) {
-    // Eigen's vectorised exp, with masked loads for the last partial vector
-    // (Eigen's own loop would take libm's scalar expf for up to 15 of them).
-    using Eigen::internal::pexp;
-    auto mask_at = [len](Index j) {
-      return static_cast<__mmask16>(len - j >= 16 ? 0xFFFF : (1u << (len - j)) - 1);
-    };
-    __m512 top = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    // Masked loads throughout: nothing past row[len) is touched.
-    for (Index j = 0; j < len; j += 16)
-      top = _mm512_mask_max_ps(top, mask_at(j), top, _mm512_maskz_loadu_ps(mask_at(j), row + j));
-    const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(top) * scale), factor = _mm512_set1_ps(scale);
-    __m512 total = _mm512_setzero_ps();
-    for (Index j = 0; j < len; j += 16) {
-      const __mmask16 m = mask_at(j);
-      const __m512 e = pexp(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, row + j), factor, shift));
-      total = _mm512_mask_add_ps(total, m, total, e);
+// exp(scale · x − scale · max x) normalised, over [0, len) of kRows rows
+// (`stride` apart), in place, with Eigen's vectorised exp and masked loads
+// for the last partial vector (Eigen's own loop would take libm's scalar expf
+// for up to 15 of them; nothing past len is touched). The rows go through
+// interleaved, so one row's reductions overlap the others' instead of waiting
+// on their own latency; each row gets the same operations in the same order
+// whatever kRows is.
+template <int kRows>
+void softmax_prefix_rows(float* first, Index stride, Index len, float scale) {
+  using Eigen::internal::pexp;
+  auto mask_at = [len](Index j) { return static_cast<__mmask16>(len - j >= 16 ? 0xFFFF : (1u << (len - j)) - 1); };
+  __m512 top[kRows], shift[kRows], total[kRows], sum[kRows];
+  const __m512 factor = _mm512_set1_ps(scale);
+  for (int r = 0; r < kRows; ++r) top[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (Index j = 0; j < len; j += 16)
+    for (int r = 0; r < kRows; ++r)
+      top[r] = _mm512_mask_max_ps(top[r], mask_at(j), top[r], _mm512_maskz_loadu_ps(mask_at(j), first + r * stride + j));
+  for (int r = 0; r < kRows; ++r) {
+    shift[r] = _mm512_set1_ps(_mm512_reduce_max_ps(top[r]) * scale);
+    total[r] = _mm512_setzero_ps();
+  }
+  for (Index j = 0; j < len; j += 16) {
+    const __mmask16 m = mask_at(j);
+    for (int r = 0; r < kRows; ++r) {
+      float* row = first + r * stride;
+      const __m512 e = pexp(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, row + j), factor, shift[r]));
+      total[r] = _mm512_mask_add_ps(total[r], m, total[r], e);
       _mm512_mask_storeu_ps(row + j, m, e);
     }
-    const __m512 sum = _mm512_set1_ps(_mm512_reduce_add_ps(total));
-    for (Index j = 0; j < len; j += 16)
-      _mm512_mask_storeu_ps(row + j, mask_at(j), _mm512_div_ps(_mm512_maskz_loadu_ps(mask_at(j), row + j), sum));
-    return;
+  }
+  for (int r = 0; r < kRows; ++r) sum[r] = _mm512_set1_ps(_mm512_reduce_add_ps(total[r]));
+  for (Index j = 0; j < len; j += 16)
+    for (int r = 0; r < kRows; ++r) {
+      float* row = first + r * stride;
+      _mm512_mask_storeu_ps(row + j, mask_at(j), _mm512_div_ps(_mm512_maskz_loadu_ps(mask_at(j), row + j), sum[r]));
+    }
+}
+#endif
+
+// The same over [0, len) of each row of p, in place.
+template <class P, class T = typename std::decay_t<P>::Scalar>
+void softmax_prefix(P&& p, Index len, T scale) {
+  Index i = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; i + 4 <= p.rows(); i += 4) softmax_prefix_rows<4>(&p(i, 0), p.outerStride(), len, scale);
+    for (; i < p.rows(); ++i) softmax_prefix_rows<1>(&p(i, 0), p.outerStride(), len, scale);
   }
 #endif
-  Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> r(row, len);
-  r = (r * scale - r.maxCoeff() * scale).exp();
-  r /= r.sum();
+  for (; i < p.rows(); ++i) {
+    auto r = p.row(i).head(len).array();
+    r = (r * scale - r.maxCoeff() * scale).exp();
+    r /= r.sum();
+  }
 }
 
 // Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
@@ -57,7 +80,7 @@ void masked_softmax(P&& p, const std::uint8_t* valid, T scale) {
   Index rest = len;
   while (rest < seq && !valid[rest]) ++rest;
   if (len > 0 && rest == seq) {
-    for (Index i = 0; i < p.rows(); ++i) softmax_prefix(&p(i, 0), len, scale);
+    softmax_prefix(p, len, scale);
     p.rightCols(seq - len).setZero();
     return;
   }

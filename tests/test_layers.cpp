@@ -150,3 +150,31 @@ TEST_CASE("attention backward matches finite differences and padded keys get no 
   auto num_x = numeric_gradient(x.data(), static_cast<std::size_t>(x.size()), loss);
   CHECK(relative_error(dx.data(), num_x.data(), num_x.size()) <= kTol);
 }
+
+TEST_CASE("float attention weights do not depend on which softmax batch a query row falls in", "[layers]") {
+  // The float softmax takes a head's query rows four at a time and the rest
+  // one by one. Rows 0 and 6 of a 7-token sequence have equal inputs, so
+  // equal queries; one goes through the four-row path, the other alone.
+  const Index batch = 1, seq = 7, c = 8, heads = 2, n = batch * seq;
+  M xd = random_matrix(n, c, 21);
+  xd.row(6) = xd.row(0);
+  std::vector<double> wd(4 * c * c + 4 * c);
+  fill_uniform(wd.data(), wd.size(), 22, -0.6, 0.6);
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    std::vector<T> w(wd.begin(), wd.end());
+    SelfAttention<T> attn;
+    attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
+    attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
+    attn.heads = heads;
+    std::vector<std::uint8_t> valid(n, 1);
+    AttentionCache<T> cache;
+    MatR<T> y(n, c);
+    attn.forward(xd.cast<T>(), batch, seq, valid.data(), cache, y);
+    return MatR<T>(MatMap<T>(cache.probs.data.data(), batch * heads * seq, seq));
+  };
+  const MatR<float> probs = run(0.0f);
+  const M exact = run(0.0);
+  for (Index h = 0; h < heads; ++h) CHECK(probs.row(h * seq) == probs.row(h * seq + 6));
+  CHECK((probs.cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-6);
+}
