@@ -37,6 +37,22 @@ void LayerNorm<T>::forward(const CRef<T>& x, Ref<T> y, Ref<T> xhat, Ref<T> rstd)
 }
 
 template <class T>
+void LayerNorm<T>::forward_sum(const CRef<T>& x, const CRef<T>& a, Ref<T> y) const {
+  const Index n = x.rows(), c = x.cols();
+  auto g = gamma.row();
+  auto b = beta.row();
+#pragma omp parallel for schedule(static) if (n * c > 16384)
+  for (Index i = 0; i < n; ++i) {
+    auto row = y.row(i);
+    row = x.row(i) + a.row(i);
+    T mean = row.sum() / T(c);
+    T var = (row.array() - mean).square().sum() / T(c);
+    T r = T(1) / std::sqrt(var + eps);
+    row = (((row.array() - mean) * r) * g.array() + b.array()).matrix();
+  }
+}
+
+template <class T>
 void LayerNorm<T>::backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dx) const {
   const Index n = dy.rows(), c = dy.cols();
   // Parameter gradients: a fixed-order reduction over rows keeps results deterministic.

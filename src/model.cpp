@@ -186,7 +186,7 @@ void Bert<T>::init_weights(std::uint64_t seed) {
 }
 
 template <class T>
-T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng) const {
+T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference) const {
   const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config_.dim, f = config_.ffn;
   const Index n_layers = config_.layers;
   if (seq > config_.max_len) throw Error("batch sequence length exceeds the model's max_len");
@@ -217,6 +217,7 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
 
   const bool cls_only = !config_.tie_qk && !cache.all_rows;
   cache.cls_only = cls_only;
+  cache.inference = inference;
   const auto first_row = static_cast<std::uint64_t>(batch.first * seq);
   for (Index l = 0; l < n_layers; ++l) {
     const EncoderLayer<T>& layer = layers_[l];
@@ -238,13 +239,17 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
       dropout_mask<T>(*rng, 1 + 2 * l, mask, first_row, row_step);
       a.array() *= mask.array();
     }
-    MatMap<T> res = lc.res.view(rows, c);  // (rows, C)
-    if (last_cls)
-      for (Index b = 0; b < b_size; ++b) res.row(b) = x.row(b * seq) + a.row(b);
-    else
-      res = x + a;
+    // The residual: x's rows, or its [CLS] rows (seq rows apart) for last_cls.
+    using Stride = Eigen::OuterStride<>;
+    const Eigen::Map<const MatR<T>, 0, Stride> skip(x.data(), rows, c, Stride(last_cls ? seq * c : c));
     MatMap<T> hid = lc.hidden.view(rows, c);
-    layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
+    MatMap<T> res = lc.res.view(rows, c);  // (rows, C)
+    if (inference) {
+      layer.ln1.forward_sum(skip, a, hid);
+    } else {
+      res = skip + a;
+      layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
+    }
     MatMap<T> pre = lc.ff_pre.view(rows, f), act = lc.ff_act.view(rows, f), out = lc.ff_out.view(rows, c);
     layer.up.forward(hid, pre);
     gelu_forward<T>(pre, act);
@@ -254,8 +259,12 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
       dropout_mask<T>(*rng, 2 + 2 * l, mask, first_row, row_step);
       out.array() *= mask.array();
     }
-    res = hid + out;
-    layer.ln2.forward(res, y, lc.ln2_xhat.view(rows, c), lc.ln2_rstd.view(rows, 1));
+    if (inference) {
+      layer.ln2.forward_sum(hid, out, y);
+    } else {
+      res = hid + out;
+      layer.ln2.forward(res, y, lc.ln2_xhat.view(rows, c), lc.ln2_rstd.view(rows, 1));
+    }
   }
 
   MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
@@ -293,14 +302,14 @@ CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
   const Index group = cache.all_rows ? batch.size : std::max<Index>(1, kPredictRows / std::max<Index>(1, batch.seq));
   if (group >= batch.size) {
     Batch unlabelled{batch.size, batch.seq, batch.ids, {}};
-    forward(batch.labels.empty() ? batch : unlabelled, cache, nullptr);
+    forward(batch.labels.empty() ? batch : unlabelled, cache, nullptr, /*inference=*/true);
     return CMatMap<T>(cache.probs.data.data(), batch.size, config_.labels);
   }
   MatMap<T> out = cache.predictions.view(batch.size, config_.labels);
   for (Index b0 = 0; b0 < batch.size; b0 += group) {
     Batch part = batch.part(b0, std::min(group, batch.size - b0));
     part.labels.clear();
-    forward(part, cache, nullptr);
+    forward(part, cache, nullptr, /*inference=*/true);
     out.middleRows(b0, part.size) = MatMap<T>(cache.probs.data.data(), part.size, config_.labels);
   }
   return CMatMap<T>(out.data(), batch.size, config_.labels);
@@ -309,6 +318,7 @@ CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
 template <class T>
 void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   if (grads_.empty()) throw Error("this model was loaded for inference only and cannot be trained");
+  if (cache.inference) throw Error("backward needs a forward pass that kept its cache (inference = false)");
   const Index b_size = cache.batch, seq = cache.seq, n = b_size * seq, c = config_.dim, f = config_.ffn;
   const Index n_layers = config_.layers;
   const bool drop = cache.dropout_on;

@@ -162,12 +162,17 @@ TEST_CASE("predict runs a large batch in groups and gives the whole batch's prob
   net.forward(batch, whole_cache, nullptr);
   const MatR<float> whole = CMatMap<float>(whole_cache.probs.data.data(), batch.size, cfg.labels);
   const MatR<float> grouped = net.predict(batch, group_cache);
-  // Every row is computed the same way whatever shares its pass: equal bits
-  // with the native product, equal to rounding with Eigen's.
+  // Every row is computed the same way whatever shares its pass, and predict's
+  // inference pass (residual and LayerNorm fused, nothing kept for backward)
+  // does the same operations: equal bits with the native product, equal to
+  // rounding with Eigen's.
   if (gemm_is_native())
     CHECK(grouped == whole);
   else
     CHECK((grouped - whole).cwiseAbs().maxCoeff() < 1e-6f);
+  // What an inference pass left in its cache cannot be differentiated.
+  REQUIRE(group_cache.inference);
+  CHECK_THROWS_WITH(net.backward(batch, group_cache), Catch::Contains("kept its cache"));
 }
 
 TEST_CASE("overfitting 16 examples drives the training loss below 0.01", "[model][training]") {

@@ -27,6 +27,11 @@ struct LayerNorm {
   T eps = T(1e-12);
   // xhat (N,C) and rstd (N,1) are the cache backward needs.
   void forward(const CRef<T>& x, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const;
+  // y = LayerNorm(x + a), keeping nothing for backward (inference): each row
+  // summed, normalised and scaled while it is in L1, instead of three passes
+  // over the matrix (the sum, xhat, y). The same operations in the same order
+  // as forward on x + a.
+  void forward_sum(const CRef<T>& x, const CRef<T>& a, Ref<T> y) const;
   // Differentiates y = xhat·γ + β, xhat = (x − μ)·rstd: writes dx.
   void backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dx) const;
 };

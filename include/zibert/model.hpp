@@ -77,6 +77,7 @@ struct ModelCache {
   Index batch = 0, seq = 0;
   bool dropout_on = false;
   bool cls_only = false;  // how the last forward pass ran
+  bool inference = false; // the last forward pass kept nothing backward needs
   std::vector<std::uint8_t> key_valid;  // (B*T)
   Buffer<T> emb_sum;    // (N, C) word + position embedding
   Buffer<T> emb_xhat;   // (N, C)
@@ -129,7 +130,9 @@ class Bert {
 
   // Runs the model; returns the mean loss when the batch has labels, else 0.
   // With rng (training) dropout is applied; nullptr means evaluation.
-  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng) const;
+  // inference skips what only backward needs (residual sums, LayerNorm's
+  // xhat and rstd), which backward then refuses; the outputs are the same.
+  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference = false) const;
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
   // the forward pass on the same batch.
   void backward(const Batch& batch, ModelCache<T>& cache);
