@@ -113,12 +113,15 @@ Linear<T> projection_rows(const Linear<T>& qkv, Index first, Index rows) {
 
 template <class T>
 void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
-                               AttentionCache<T>& cache, Ref<T> y) const {
+                               AttentionCache<T>& cache, Ref<T> y, bool keep_probs) const {
   const Index n = batch * seq, c = x.cols(), d = c / heads;
   const Index width = tied ? 2 * c : 3 * c, k_off = tied ? 0 : c, v_off = tied ? c : 2 * c;
   const T scale = T(1) / std::sqrt(T(d));
   MatMap<T> qkv_out = cache.qkv.view(n, width);         // (B*T, 3C) or (B*T, 2C)
-  MatMap<T> probs = cache.probs.view(batch * heads * seq, seq);  // (B*H*T, T)
+  // Kept: (B*H*T, T), row (b*H+h)*T+i for query i of head h. Not kept: a
+  // (T, T) block per thread, its rows at a stride gemm reads in place.
+  const Index blocks = keep_probs ? batch * heads : omp_get_max_threads();
+  MatMap<T> probs = cache.probs.view(blocks * seq, keep_probs ? seq : gemm_in_place_ld(seq));
   MatMap<T> ctx = cache.ctx.view(n, c);                 // (B*T, C)
   qkv.forward(x, qkv_out);
 
@@ -130,7 +133,8 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
       auto q = qkv_out.block(b * seq, h * d, seq, d);          // (T, D)
       auto k = qkv_out.block(b * seq, k_off + h * d, seq, d);  // (T, D)
       auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);  // (T, D)
-      auto p = probs.block((b * heads + h) * seq, 0, seq, seq);  // (T, T)
+      const Index block = keep_probs ? b * heads + h : omp_get_thread_num();
+      auto p = probs.block(block * seq, 0, seq, seq);          // (T, T)
       matmul<T>(q, false, k, true, p, false);
       masked_softmax(p, key_valid + b * seq, scale);
       matmul<T>(p, false, v, false, ctx.block(b * seq, h * d, seq, d), false);

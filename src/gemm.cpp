@@ -147,14 +147,15 @@ constexpr Kernels kernels() {
 // Kernels that read a row-major A in place, for the row strides the model's
 // matrices have (widths C, 3C and F of the shipped and common shapes): the
 // same constant-offset broadcasts as packed rows, without the copy.
+constexpr Index kInPlaceLd[] = {64, 128, 192, 256, 384, 512};
 Kernels in_place_kernels(Index lda) {
   switch (lda) {
-    case 64: return kernels<64, 1>();
-    case 128: return kernels<128, 1>();
-    case 192: return kernels<192, 1>();
-    case 256: return kernels<256, 1>();
-    case 384: return kernels<384, 1>();
-    case 512: return kernels<512, 1>();
+    case kInPlaceLd[0]: return kernels<kInPlaceLd[0], 1>();
+    case kInPlaceLd[1]: return kernels<kInPlaceLd[1], 1>();
+    case kInPlaceLd[2]: return kernels<kInPlaceLd[2], 1>();
+    case kInPlaceLd[3]: return kernels<kInPlaceLd[3], 1>();
+    case kInPlaceLd[4]: return kernels<kInPlaceLd[4], 1>();
+    case kInPlaceLd[5]: return kernels<kInPlaceLd[5], 1>();
     default: return {};
   }
 }
@@ -220,6 +221,14 @@ void native_gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float*
 #endif  // __AVX512F__
 
 }  // namespace
+
+Index gemm_in_place_ld(Index cols) {
+#if defined(__AVX512F__)
+  for (Index ld : kInPlaceLd)
+    if (ld >= cols) return ld;
+#endif
+  return cols;
+}
 
 bool gemm_is_native() {
 #if defined(__AVX512F__)

@@ -233,7 +233,7 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
     if (last_cls)
       layer.attention.forward_cls(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
     else
-      layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
+      layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a, !inference || cache.all_rows);
     if (drop) {
       MatMap<T> mask = lc.drop1.view(rows, c);
       dropout_mask<T>(*rng, 1 + 2 * l, mask, first_row, row_step);

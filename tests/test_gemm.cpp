@@ -105,4 +105,11 @@ TEST_CASE("gemm is exact for a row-major A of every row stride it reads in place
     MD want = a.cast<double>() * b.cast<double>();
     CHECK(relative_error(c, want, k) < 1e-6);
   }
+  // The stride offered for scratch matrices is one of those, or the width.
+  for (Index cols : {1, 64, 69, 128, 129, 300, 512, 513}) {
+    const Index ld = gemm_in_place_ld(cols);
+    CHECK(ld >= cols);
+    if (!gemm_is_native() || cols > 512) CHECK(ld == cols);
+  }
+  if (gemm_is_native()) CHECK(gemm_in_place_ld(69) == 128);
 }

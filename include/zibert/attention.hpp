@@ -11,6 +11,7 @@ template <class T>
 struct AttentionCache {
   Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each ((B*T, 2C) q | v when tied)
   Buffer<T> probs;  // (B*H*T, T): softmax weights, row (b*H+h)*T+i is query i of head h
+                    // (see forward's keep_probs)
   Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side
   Buffer<T> dqkv;   // (B*T, 3C or 2C) backward scratch
   Buffer<T> dctx;   // (B*T, C) backward scratch
@@ -32,9 +33,11 @@ struct SelfAttention {
   bool tied = false;
 
   // x (B*T, C) → y (B*T, C). key_valid (B*T): 0 marks a [PAD] key that gets
-  // zero weight. Fills cache.qkv, cache.probs, cache.ctx.
+  // zero weight. Fills cache.qkv, cache.probs, cache.ctx. Without keep_probs
+  // (inference) cache.probs holds one (T, T) block per thread, reused for
+  // every (sequence, head), so it stays in L1; backward then cannot run.
   void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
-               Ref<T> y) const;
+               Ref<T> y, bool keep_probs = true) const;
   // Differentiates y = concat_h(softmax(q_h k_hᵀ/√D + mask) v_h) Woᵀ + bo and
   // q|k|v = x Wqkvᵀ + bqkv. Writes dx; accumulates parameter gradients.
   void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,

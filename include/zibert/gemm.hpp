@@ -31,6 +31,11 @@ struct GemmOperand {
 void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
           const float* bias = nullptr, int threads = 1);
 
+// The smallest row stride >= cols at which gemm reads a row-major A in place
+// instead of packing it (cols itself when there is none), for scratch
+// matrices whose stride is free to choose.
+Index gemm_in_place_ld(Index cols);
+
 // True when gemm uses its own AVX-512 kernel rather than Eigen's product.
 bool gemm_is_native();
 
