@@ -250,7 +250,10 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
       res = skip + a;
       layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
     }
-    MatMap<T> pre = lc.ff_pre.view(rows, f), act = lc.ff_act.view(rows, f), out = lc.ff_out.view(rows, c);
+    // Only backward needs the pre-activation: inference applies GELU in
+    // place, one (rows, F) buffer in cache instead of two.
+    MatMap<T> pre = lc.ff_pre.view(rows, f), out = lc.ff_out.view(rows, c);
+    MatMap<T> act = inference ? pre : lc.ff_act.view(rows, f);
     layer.up.forward(hid, pre);
     gelu_forward<T>(pre, act);
     layer.down.forward(act, out);

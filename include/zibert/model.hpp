@@ -131,8 +131,8 @@ class Bert {
   // Runs the model; returns the mean loss when the batch has labels, else 0.
   // With rng (training) dropout is applied; nullptr means evaluation.
   // inference skips what only backward needs (residual sums, LayerNorm's
-  // xhat and rstd, and the attention weights unless cache.all_rows), which
-  // backward then refuses; the outputs are the same.
+  // xhat and rstd, GELU's input, the attention weights unless
+  // cache.all_rows), which backward then refuses; the outputs are the same.
   T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference = false) const;
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
   // the forward pass on the same batch.
