@@ -3,6 +3,7 @@
 
 #include "gradcheck.hpp"
 #include "zibert/attention.hpp"
+#include "zibert/gemm.hpp"
 #include "zibert/layers.hpp"
 
 using namespace zibert;
@@ -175,6 +176,13 @@ TEST_CASE("float attention weights do not depend on which softmax batch a query 
   };
   const MatR<float> probs = run(0.0f);
   const M exact = run(0.0);
-  for (Index h = 0; h < heads; ++h) CHECK(probs.row(h * seq) == probs.row(h * seq + 6));
+  // Equal bits where the product is zibert's own (rows computed alike
+  // wherever they sit); Eigen's may round the two query rows' scores apart.
+  for (Index h = 0; h < heads; ++h) {
+    if (gemm_is_native())
+      CHECK(probs.row(h * seq) == probs.row(h * seq + 6));
+    else
+      CHECK((probs.row(h * seq) - probs.row(h * seq + 6)).cwiseAbs().maxCoeff() < 1e-6f);
+  }
   CHECK((probs.cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-6);
 }
