@@ -243,10 +243,10 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
     using Stride = Eigen::OuterStride<>;
     const Eigen::Map<const MatR<T>, 0, Stride> skip(x.data(), rows, c, Stride(last_cls ? seq * c : c));
     MatMap<T> hid = lc.hidden.view(rows, c);
-    MatMap<T> res = lc.res.view(rows, c);  // (rows, C)
     if (inference) {
       layer.ln1.forward_sum(skip, a, hid);
     } else {
+      MatMap<T> res = lc.res.view(rows, c);  // (rows, C)
       res = skip + a;
       layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
     }
@@ -265,6 +265,7 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
     if (inference) {
       layer.ln2.forward_sum(hid, out, y);
     } else {
+      MatMap<T> res = lc.res.view(rows, c);
       res = hid + out;
       layer.ln2.forward(res, y, lc.ln2_xhat.view(rows, c), lc.ln2_rstd.view(rows, 1));
     }
