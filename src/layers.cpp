@@ -1,6 +1,7 @@
 #include "zibert/layers.hpp"
 
 #include <cmath>
+#include <utility>
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "zibert/gemm.hpp"
@@ -20,6 +21,20 @@ void Linear<T>::backward(const CRef<T>& x, const CRef<T>& dy, Ref<T>* dx, bool a
   if (dx != nullptr) matmul<T>(dy, false, weight.w(), false, *dx, accumulate);
 }
 
+namespace {
+
+// A row's mean and 1 / sqrt(variance + eps): every LayerNorm pass computes
+// them this one way, so the training and inference passes agree to the bit.
+template <class Row, class T>
+std::pair<T, T> row_moments(const Row& row, T eps) {
+  const T c = T(row.size());
+  const T mean = row.sum() / c;
+  const T var = (row.array() - mean).square().sum() / c;
+  return {mean, T(1) / std::sqrt(var + eps)};
+}
+
+}  // namespace
+
 template <class T>
 void LayerNorm<T>::forward(const CRef<T>& x, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const {
   const Index n = x.rows(), c = x.cols();
@@ -27,9 +42,7 @@ void LayerNorm<T>::forward(const CRef<T>& x, Ref<T> y, Ref<T> xhat, Ref<T> rstd)
   auto b = beta.row();
 #pragma omp parallel for schedule(static) if (n * c > 16384)
   for (Index i = 0; i < n; ++i) {
-    T mean = x.row(i).sum() / T(c);
-    T var = (x.row(i).array() - mean).square().sum() / T(c);
-    T r = T(1) / std::sqrt(var + eps);
+    const auto [mean, r] = row_moments(x.row(i), eps);
     rstd(i, 0) = r;
     xhat.row(i) = (x.row(i).array() - mean) * r;
     y.row(i) = xhat.row(i).array() * g.array() + b.array();
@@ -45,9 +58,7 @@ void LayerNorm<T>::forward_sum(const CRef<T>& x, const CRef<T>& a, Ref<T> y) con
   for (Index i = 0; i < n; ++i) {
     auto row = y.row(i);
     row = x.row(i) + a.row(i);
-    T mean = row.sum() / T(c);
-    T var = (row.array() - mean).square().sum() / T(c);
-    T r = T(1) / std::sqrt(var + eps);
+    const auto [mean, r] = row_moments(row, eps);
     row = (((row.array() - mean) * r) * g.array() + b.array()).matrix();
   }
 }
