@@ -7,13 +7,13 @@
 
 namespace zibert {
 
-Batch Batch::part(Index from, Index count) const {
+Batch Batch::part(Index from, Index count, bool with_labels) const {
   Batch out;
   out.size = count;
   out.seq = seq;
   out.first = first + from;
   out.ids.assign(ids.begin() + from * seq, ids.begin() + (from + count) * seq);
-  if (!labels.empty()) out.labels.assign(labels.begin() + from, labels.begin() + from + count);
+  if (with_labels && !labels.empty()) out.labels.assign(labels.begin() + from, labels.begin() + from + count);
   return out;
 }
 
@@ -304,15 +304,10 @@ CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
   // batch's streaming through L3. A sequence's probabilities do not depend on
   // which others share its pass. Attention maps (all_rows) need the batch whole.
   const Index group = cache.all_rows ? batch.size : std::max<Index>(1, kPredictRows / std::max<Index>(1, batch.seq));
-  if (group >= batch.size) {
-    Batch unlabelled{batch.size, batch.seq, batch.ids, {}};
-    forward(batch.labels.empty() ? batch : unlabelled, cache, nullptr, /*inference=*/true);
-    return CMatMap<T>(cache.probs.data.data(), batch.size, config_.labels);
-  }
   MatMap<T> out = cache.predictions.view(batch.size, config_.labels);
   for (Index b0 = 0; b0 < batch.size; b0 += group) {
-    Batch part = batch.part(b0, std::min(group, batch.size - b0));
-    part.labels.clear();
+    // Unlabelled: predict needs no loss, and no label is checked.
+    const Batch part = batch.part(b0, std::min(group, batch.size - b0), /*with_labels=*/false);
     forward(part, cache, nullptr, /*inference=*/true);
     out.middleRows(b0, part.size) = MatMap<T>(cache.probs.data.data(), part.size, config_.labels);
   }

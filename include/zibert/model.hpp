@@ -47,8 +47,9 @@ struct Batch {
   std::vector<std::int32_t> labels;  // (B), may be empty for inference
   Index first = 0;                   // position of this batch's first example in a larger batch it is part of
   // Sequences [from, from + count) as a batch of their own (their labels, if
-  // any; first counts from the whole), for splitting over threads or groups.
-  Batch part(Index from, Index count) const;
+  // any and with_labels; first counts from the whole), for splitting over
+  // threads or groups.
+  Batch part(Index from, Index count, bool with_labels = true) const;
 };
 
 template <class T>
@@ -92,7 +93,7 @@ struct ModelCache {
   Buffer<T> pooled_dropped;  // (B, C)
   Buffer<T> logits;     // (B, K)
   Buffer<T> probs;      // (B, K)
-  Buffer<T> predictions;  // (B, K) predict's result when it ran the batch in groups
+  Buffer<T> predictions;  // (B, K) predict's result
   // backward scratch
   Buffer<T> grad_a, grad_b, grad_c, grad_ff;  // (N, C), (N, C), (N, C), (N, F)
   Buffer<T> grad_in, grad_out;                // (N, C) a layer's dx and dy
@@ -137,9 +138,10 @@ class Bert {
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
   // the forward pass on the same batch.
   void backward(const Batch& batch, ModelCache<T>& cache);
-  // Returns the (B, K) class probabilities. The batch runs in groups of about
-  // kPredictRows token rows (whole when cache.all_rows), so the cache holds
-  // the forward pass of the last group only, unless the batch was one group.
+  // Returns the (B, K) class probabilities (in cache.predictions). The batch
+  // runs in groups of about kPredictRows token rows (whole when
+  // cache.all_rows), so the cache holds the forward pass of the last group
+  // only, unless the batch was one group.
   CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache) const;
   static constexpr Index kPredictRows = 512;
 
