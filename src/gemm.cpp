@@ -85,15 +85,16 @@ void pack_b(const GemmOperand& b, Index kc, Index n, float* out) {
 template <Index kRowStep, Index kDepthStep, int kVecs>
 void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, float* c, Index ldc, Index rows,
             Index cols, const float* base, Index base_ld) {
-  // The destination rows are usually out of L1 (C is written once per depth
-  // block): start fetching them while the products run.
-  for (Index r = 0; r < rows; ++r)
-    for (int v = 0; v < kVecs; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16 * v), _MM_HINT_T0);
   __m512 acc[kMr][kVecs];
 #pragma GCC unroll 32
   for (int r = 0; r < kMr; ++r)
     for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
   for (Index p = 0; p < kc; ++p) {
+    // The destination rows are usually out of L1 (C is written once per
+    // depth block): fetch them while the products run, one row per depth
+    // step, so that the fetches do not all wait for line-fill buffers at once.
+    if (p < rows)
+      for (int v = 0; v < kVecs; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + p * ldc + 16 * v), _MM_HINT_T0);
     __m512 bv[kVecs];
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(pb + p * kNr + 16 * v);
