@@ -221,6 +221,42 @@ void SelfAttention<T>::forward_cls(const CRef<T>& x, Index batch, Index seq, con
 }
 
 template <class T>
+void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
+                                          AttentionCache<T>& cache, Ref<T> y) const {
+  if (tied) throw Error("forward_cls_folded needs separate query and key projections");
+  const Index c = x.cols(), d = c / heads, bh = batch * heads;
+  const T scale = T(1) / std::sqrt(T(d));
+  using Stride = Eigen::OuterStride<>;
+  // Head h's column block of an (B*H, C) matrix whose row b*H+h belongs to
+  // sequence b and head h: B rows, H*C apart.
+  auto head_rows = [&](T* m, Index h) { return Eigen::Map<MatR<T>, 0, Stride>(m + h * c, batch, c, Stride(heads * c)); };
+  MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
+  T* folded = cache.qkv.view(2 * bh, c).data();
+  MatMap<T> u(folded, bh, c), z(folded + bh * c, bh, c);  // (B*H, C) each
+  MatMap<T> probs = cache.probs.view(bh, seq);           // (B*H, T)
+  MatMap<T> ctx = cache.ctx.view(batch, c);               // (B, C)
+  const CMatMap<T> w(qkv.weight.value, 3 * c, c);         // Wq | Wk | Wv
+  for (Index b = 0; b < batch; ++b) xcls.row(b) = x.row(b * seq);
+  projection_rows(qkv, 0, c).forward(xcls, q);
+  // u_{b,h} = q_{b,h} Wk_h (Wk_h: key rows h*D..(h+1)*D), so that
+  // q_{b,h}·k_t = u_{b,h}·x_t + q_{b,h}·bk_h, the last term the same for every key.
+  for (Index h = 0; h < heads; ++h)
+    matmul<T>(q.middleCols(h * d, d), false, w.middleRows(c + h * d, d), false, head_rows(u.data(), h), false);
+  for (Index b = 0; b < batch; ++b) {
+    auto xb = x.middleRows(b * seq, seq);          // (T, C)
+    auto p = probs.middleRows(b * heads, heads);   // (H, T)
+    matmul<T>(u.middleRows(b * heads, heads), false, xb, true, p, false);
+    masked_softmax(p, key_valid + b * seq, scale);
+    matmul<T>(p, false, xb, false, z.middleRows(b * heads, heads), false);  // z_{b,h} = Σ_t p_t x_t
+  }
+  // Σ_t p_t (x_t Wv_hᵀ + bv_h) = z_{b,h} Wv_hᵀ + bv_h, as the weights sum to one.
+  for (Index h = 0; h < heads; ++h)
+    matmul<T>(head_rows(z.data(), h), false, w.middleRows(2 * c + h * d, d), true, ctx.middleCols(h * d, d), false,
+              qkv.bias.value + 2 * c + h * d);
+  output.forward(ctx, y);
+}
+
+template <class T>
 void SelfAttention<T>::backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq,
                                     AttentionCache<T>& cache, Ref<T> dx) const {
   const Index n = batch * seq, c = x.cols(), d = c / heads;

@@ -230,7 +230,9 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
     auto x = hidden.middleRows(l * n, n);
     auto y = hidden.middleRows((l + 1) * n, rows);
     MatMap<T> a = lc.attn_out.view(rows, c);  // (rows, C)
-    if (last_cls)
+    if (last_cls && inference)  // no keys or values: nothing needs them after this pass
+      layer.attention.forward_cls_folded(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
+    else if (last_cls)
       layer.attention.forward_cls(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
     else
       layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a, !inference || cache.all_rows);

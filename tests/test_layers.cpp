@@ -186,3 +186,43 @@ TEST_CASE("float attention weights do not depend on which softmax batch a query 
   }
   CHECK((probs.cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-6);
 }
+
+TEST_CASE("the folded [CLS] attention of inference equals forward_cls up to rounding", "[layers]") {
+  // Three sequences: full, trailing [PAD] keys, a [PAD] key in the middle.
+  const Index batch = 3, seq = 6, c = 8, heads = 2, n = batch * seq;
+  const M xd = random_matrix(n, c, 31);
+  std::vector<double> wd(4 * c * c + 4 * c);
+  fill_uniform(wd.data(), wd.size(), 32, -0.6, 0.6);
+  const std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0};
+  auto run = [&](auto zero, bool folded) {
+    using T = decltype(zero);
+    std::vector<T> w(wd.begin(), wd.end());
+    SelfAttention<T> attn;
+    attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
+    attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
+    attn.heads = heads;
+    AttentionCache<T> cache;
+    MatR<T> y(batch, c);
+    if (folded)
+      attn.forward_cls_folded(xd.cast<T>(), batch, seq, valid.data(), cache, y);
+    else
+      attn.forward_cls(xd.cast<T>(), batch, seq, valid.data(), cache, y);
+    return y;
+  };
+  const M exact = run(0.0, false);
+  CHECK((run(0.0, true) - exact).cwiseAbs().maxCoeff() < 1e-12);
+  CHECK((run(0.0f, true).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+  CHECK((run(0.0f, false).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+  // A [PAD] key changes nothing: the middle one's row can be anything.
+  M changed = xd;
+  changed.row(2 * seq + 2).setConstant(50.0);
+  std::vector<double> w(wd);
+  SelfAttention<double> attn;
+  attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
+  attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
+  attn.heads = heads;
+  AttentionCache<double> cache;
+  M y(batch, c);
+  attn.forward_cls_folded(changed, batch, seq, valid.data(), cache, y);
+  CHECK((y - exact).cwiseAbs().maxCoeff() < 1e-12);
+}

@@ -9,7 +9,8 @@ namespace zibert {
 
 template <class T>
 struct AttentionCache {
-  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each ((B*T, 2C) q | v when tied)
+  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each ((B*T, 2C) q | v when tied;
+                    // forward_cls's k | v; forward_cls_folded's (2*B*H, C))
   Buffer<T> probs;  // (B*H*T, T): softmax weights, row (b*H+h)*T+i is query i of head h
                     // (see forward's keep_probs)
   Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side
@@ -49,6 +50,16 @@ struct SelfAttention {
   // Not for tied projections.
   void forward_cls(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
                    Ref<T> y) const;
+  // forward_cls's y without keys or values, for inference: [CLS]'s score
+  // against key t is q_h·(x_t Wk_hᵀ + bk_h) = (q_h Wk_h)·x_t plus a term that
+  // is the same for every t (softmax ignores it), and its weighted values are
+  // Σ_t p_t (x_t Wv_hᵀ + bv_h) = (Σ_t p_t x_t) Wv_hᵀ + bv_h since Σ_t p_t = 1.
+  // Per sequence that is about 2·H·T·C + 2·C² multiply-adds instead of
+  // 2·T·C². Equal to forward_cls's y up to rounding (the sums run in another
+  // order); cache.qkv then holds the folded queries and weighted inputs, and
+  // nothing is kept for backward.
+  void forward_cls_folded(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
+                          AttentionCache<T>& cache, Ref<T> y) const;
   // dy (B, C) → dx (B*T, C); accumulates parameter gradients.
   void backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
                     Ref<T> dx) const;
