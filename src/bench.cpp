@@ -92,7 +92,7 @@ std::vector<Group> group_plan(const SequenceSet& d, const ModelConfig& config,
       g.padded += g.batches.back().size * g.batches.back().seq;
       for (std::size_t e : plan[j]) {
         g.tokens += d.lengths[e];
-        g.flops += flop_factor * forward_flops(config, d.lengths[e], true);
+        g.flops += flop_factor * forward_flops(config, d.lengths[e], labelled ? LastLayer::cls : LastLayer::cls_folded);
       }
     }
     groups.push_back(std::move(g));
@@ -132,16 +132,23 @@ std::string fixed(double v, int decimals) {
 
 }  // namespace
 
-double forward_flops(const ModelConfig& c, std::int64_t tokens, bool cls_only) {
+double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_layer) {
   const double n = double(tokens), dim = double(c.dim), f = double(c.ffn);
   const double qkv = c.tie_qk ? 2 : 3;
   const double per_token = 2 * dim * dim * (qkv + 1) + 4 * dim * f;  // Q/K/V, output, up, down
   const double attention = 4 * n * n * dim;                          // q kᵀ and p v over all heads
   const double layer = n * per_token + attention;
   const double head = 2 * dim * dim + 2 * dim * double(c.labels);    // pooler, classifier
-  if (!cls_only || c.tie_qk || c.layers == 0) return double(c.layers) * layer + head;
-  // The last layer: keys and values of every token, the rest for [CLS] alone.
-  const double last = n * 4 * dim * dim + 2 * dim * dim + 4 * n * dim + 2 * dim * dim + 4 * dim * f;
+  if (last_layer == LastLayer::all_rows || c.tie_qk || c.layers == 0) return double(c.layers) * layer + head;
+  // The last layer: [CLS]'s query, output and FFN rows, and either keys and
+  // values of every token and [CLS]'s attention row over them, or (folded)
+  // the query folded through each head's key rows (C² multiply-adds in all),
+  // H score rows and weighted sums of the inputs, and the values of those.
+  const double heads = double(c.heads);
+  const double attention_cls = last_layer == LastLayer::cls
+                                    ? n * 4 * dim * dim + 4 * n * dim
+                                    : 2 * dim * dim + 4 * heads * n * dim + 2 * dim * dim;
+  const double last = 2 * dim * dim + attention_cls + 2 * dim * dim + 4 * dim * f;
   return double(c.layers - 1) * layer + last + head;
 }
 
@@ -296,7 +303,7 @@ std::string bench_table(const BenchResult& r) {
   if (r.ceiling_gemm_gflops > 0) out << "zibert's gemm " << fixed(r.ceiling_gemm_gflops, 1) << ", ";
   out << "Eigen " << fixed(r.ceiling_eigen_gflops, 1) << ")\n";
   out << "GFLOP/s counts the matrix and attention products computed on real tokens (training = 3 x forward;\n"
-         "the last layer computes [CLS]'s row only)\n";
+         "the last layer computes [CLS]'s row only, and folds its keys and values away when predicting)\n";
   return out.str();
 }
 

@@ -13,16 +13,22 @@ TEST_CASE("bench counts the products of a forward pass by hand", "[bench]") {
   ModelConfig c;
   c.dim = 4;
   c.ffn = 8;
+  c.heads = 2;
   c.layers = 2;
   c.labels = 2;
   // per token: q,k,v,out 4·(2·4·4) = 128, up and down 2·(2·4·8) = 128; attention 4·n²·C
   const double layer = 5 * 256 + 4 * 25 * 4, head = 2 * 16 + 2 * 4 * 2;
-  CHECK(forward_flops(c, 5, false) == Approx(2 * layer + head));
+  CHECK(forward_flops(c, 5, LastLayer::all_rows) == Approx(2 * layer + head));
   // [CLS]-only last layer: k,v for 5 tokens, q and out for one, its attention row, its FFN
   const double last = 5 * (2 * 2 * 4 * 4) + 2 * 16 + 4 * 5 * 4 + 2 * 16 + 2 * (2 * 4 * 8);
-  CHECK(forward_flops(c, 5, true) == Approx(layer + last + head));
+  CHECK(forward_flops(c, 5, LastLayer::cls) == Approx(layer + last + head));
+  // folded: q, q through the key rows (C² in all), 2 heads' scores and weighted
+  // inputs over 5 tokens (2·2·5·4 each), their values, out, FFN
+  const double folded = 2 * 16 + 2 * 16 + 2 * (2 * 2 * 5 * 4) + 2 * 16 + 2 * 16 + 2 * (2 * 4 * 8);
+  CHECK(forward_flops(c, 5, LastLayer::cls_folded) == Approx(layer + folded + head));
   c.tie_qk = true;  // tied models run every row
-  CHECK(forward_flops(c, 5, true) == Approx(forward_flops(c, 5, false)));
+  CHECK(forward_flops(c, 5, LastLayer::cls) == Approx(forward_flops(c, 5, LastLayer::all_rows)));
+  CHECK(forward_flops(c, 5, LastLayer::cls_folded) == Approx(forward_flops(c, 5, LastLayer::all_rows)));
 }
 
 TEST_CASE("zibert bench reports throughput and the ceiling as JSON and as a table", "[bench][cli]") {

@@ -50,11 +50,14 @@ struct BenchResult {
 // FLOPs (2 per multiply-add) of one forward pass over a sequence of `tokens`
 // tokens: the Q/K/V, output and FFN products, qkᵀ and p·v per layer, the
 // pooler and the classifier. LayerNorm, softmax and GELU are not counted. A
-// training step costs three times the forward pass. cls_only counts what
-// zibert computes (the last layer's queries, FFN and so on for [CLS] only,
-// ModelCache::all_rows); otherwise every row of every layer, as a plain
-// implementation computes them.
-double forward_flops(const ModelConfig& config, std::int64_t tokens, bool cls_only);
+// training step costs three times the forward pass. `last` says how the last
+// layer is counted: every row of every layer (all_rows, as a plain
+// implementation computes them, and zibert for tied models or
+// ModelCache::all_rows); what zibert's training pass computes (cls: keys
+// and values of every token, the rest for [CLS] only); or what its
+// inference pass computes (cls_folded: SelfAttention::forward_cls_folded).
+enum class LastLayer { all_rows, cls, cls_folded };
+double forward_flops(const ModelConfig& config, std::int64_t tokens, LastLayer last);
 
 // The best GFLOP/s of an n×n×n single-precision product over `seconds`, with
 // the current OpenMP threads: zibert's gemm when use_gemm, else Eigen's.
