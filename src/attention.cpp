@@ -14,14 +14,15 @@ namespace {
 
 #if defined(__AVX512F__)
 // exp(scale · x − scale · max x) normalised, over [0, len) of kRows rows
-// (`stride` apart), in place, with Eigen's vectorised exp and masked loads
+// (`stride` apart), in place (left unnormalised, and each row's sum written
+// to sums[r], when sums is given), with Eigen's vectorised exp and masked loads
 // for the last partial vector (Eigen's own loop would take libm's scalar expf
 // for up to 15 of them; nothing past len is touched). The rows go through
 // interleaved, so one row's reductions overlap the others' instead of waiting
 // on their own latency; each row gets the same operations in the same order
 // whatever kRows is.
 template <int kRows>
-void softmax_prefix_rows(float* first, Index stride, Index len, float scale) {
+void softmax_prefix_rows(float* first, Index stride, Index len, float scale, float* sums) {
   using Eigen::internal::pexp;
   auto mask_at = [len](Index j) { return static_cast<__mmask16>(len - j >= 16 ? 0xFFFF : (1u << (len - j)) - 1); };
   __m512 top[kRows], shift[kRows], total[kRows], sum[kRows];
@@ -43,6 +44,10 @@ void softmax_prefix_rows(float* first, Index stride, Index len, float scale) {
       _mm512_mask_storeu_ps(row + j, m, e);
     }
   }
+  if (sums) {
+    for (int r = 0; r < kRows; ++r) sums[r] = _mm512_reduce_add_ps(total[r]);
+    return;
+  }
   for (int r = 0; r < kRows; ++r) sum[r] = _mm512_set1_ps(_mm512_reduce_add_ps(total[r]));
   for (Index j = 0; j < len; j += 16)
     for (int r = 0; r < kRows; ++r) {
@@ -52,21 +57,36 @@ void softmax_prefix_rows(float* first, Index stride, Index len, float scale) {
 }
 #endif
 
-// The same over [0, len) of each row of p, in place.
+// The same over [0, len) of each row of p, in place; with `sums`, row i is
+// left unnormalised and its sum written to sums[i].
 template <class P, class T = typename std::decay_t<P>::Scalar>
-void softmax_prefix(P&& p, Index len, T scale) {
+void softmax_prefix(P&& p, Index len, T scale, T* sums = nullptr) {
   Index i = 0;
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
-    for (; i + 4 <= p.rows(); i += 4) softmax_prefix_rows<4>(&p(i, 0), p.outerStride(), len, scale);
-    for (; i < p.rows(); ++i) softmax_prefix_rows<1>(&p(i, 0), p.outerStride(), len, scale);
+    for (; i + 4 <= p.rows(); i += 4)
+      softmax_prefix_rows<4>(&p(i, 0), p.outerStride(), len, scale, sums ? sums + i : nullptr);
+    for (; i < p.rows(); ++i) softmax_prefix_rows<1>(&p(i, 0), p.outerStride(), len, scale, sums ? sums + i : nullptr);
   }
 #endif
   for (; i < p.rows(); ++i) {
     auto r = p.row(i).head(len).array();
     r = (r * scale - r.maxCoeff() * scale).exp();
-    r /= r.sum();
+    if (sums)
+      sums[i] = r.sum();
+    else
+      r /= r.sum();
   }
+}
+
+// The number of leading valid keys when all the others are [PAD] and trail
+// them (how batches are laid out), else 0.
+Index valid_prefix(const std::uint8_t* valid, Index seq) {
+  Index len = 0;
+  while (len < seq && valid[len]) ++len;
+  Index rest = len;
+  while (rest < seq && !valid[rest]) ++rest;
+  return rest == seq ? len : 0;
 }
 
 // Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
@@ -75,11 +95,7 @@ void softmax_prefix(P&& p, Index len, T scale) {
 template <class P, class T = typename std::decay_t<P>::Scalar>
 void masked_softmax(P&& p, const std::uint8_t* valid, T scale) {
   const Index seq = p.cols();
-  Index len = 0;
-  while (len < seq && valid[len]) ++len;
-  Index rest = len;
-  while (rest < seq && !valid[rest]) ++rest;
-  if (len > 0 && rest == seq) {
+  if (const Index len = valid_prefix(valid, seq); len > 0) {
     softmax_prefix(p, len, scale);
     p.rightCols(seq - len).setZero();
     return;
@@ -123,6 +139,7 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
   const Index blocks = keep_probs ? batch * heads : omp_get_max_threads();
   MatMap<T> probs = cache.probs.view(blocks * seq, keep_probs ? seq : gemm_in_place_ld(seq));
   MatMap<T> ctx = cache.ctx.view(n, c);                 // (B*T, C)
+  MatMap<T> sums = cache.row_sums.view(keep_probs ? 0 : blocks, seq);
   qkv.forward(x, qkv_out);
 
   // Threads only pay off beyond a few thousand multiply-adds per block.
@@ -135,9 +152,20 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
       auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);  // (T, D)
       const Index block = keep_probs ? b * heads + h : omp_get_thread_num();
       auto p = probs.block(block * seq, 0, seq, seq);          // (T, T)
+      auto out = ctx.block(b * seq, h * d, seq, d);            // (T, D)
       matmul<T>(q, false, k, true, p, false);
+      const Index len = keep_probs ? 0 : valid_prefix(key_valid + b * seq, seq);
+      if (len > 0) {
+        // The weights are not kept: normalise after the product, D divisions
+        // per query instead of T, and leave the [PAD] keys out of it.
+        T* row_sums = &sums(block, 0);
+        softmax_prefix(p, len, scale, row_sums);
+        matmul<T>(p.leftCols(len), false, v.topRows(len), false, out, false);
+        for (Index i = 0; i < seq; ++i) out.row(i) /= row_sums[i];
+        continue;
+      }
       masked_softmax(p, key_valid + b * seq, scale);
-      matmul<T>(p, false, v, false, ctx.block(b * seq, h * d, seq, d), false);
+      matmul<T>(p, false, v, false, out, false);
     }
   output.forward(ctx, y);
 }

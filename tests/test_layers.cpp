@@ -226,3 +226,29 @@ TEST_CASE("the folded [CLS] attention of inference equals forward_cls up to roun
   attn.forward_cls_folded(changed, batch, seq, valid.data(), cache, y);
   CHECK((y - exact).cwiseAbs().maxCoeff() < 1e-12);
 }
+
+TEST_CASE("attention without kept weights (inference) gives the same output up to rounding", "[layers]") {
+  // Full, trailing [PAD] keys (normalised after the product), a [PAD] key in
+  // the middle (the masked softmax).
+  const Index batch = 3, seq = 6, c = 8, heads = 2, n = batch * seq;
+  const M xd = random_matrix(n, c, 41);
+  std::vector<double> wd(4 * c * c + 4 * c);
+  fill_uniform(wd.data(), wd.size(), 42, -0.6, 0.6);
+  const std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0};
+  auto run = [&](auto zero, bool keep) {
+    using T = decltype(zero);
+    std::vector<T> w(wd.begin(), wd.end());
+    SelfAttention<T> attn;
+    attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
+    attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
+    attn.heads = heads;
+    AttentionCache<T> cache;
+    MatR<T> y(n, c);
+    attn.forward(xd.cast<T>(), batch, seq, valid.data(), cache, y, keep);
+    return y;
+  };
+  const M exact = run(0.0, true);
+  CHECK((run(0.0, false) - exact).cwiseAbs().maxCoeff() < 1e-12);
+  CHECK((run(0.0f, false).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+  CHECK((run(0.0f, true).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+}

@@ -14,6 +14,7 @@ struct AttentionCache {
   Buffer<T> probs;  // (B*H*T, T): softmax weights, row (b*H+h)*T+i is query i of head h
                     // (see forward's keep_probs)
   Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side
+  Buffer<T> row_sums;  // (threads, T): softmax sums of each query row when the weights are not kept
   Buffer<T> dqkv;   // (B*T, 3C or 2C) backward scratch
   Buffer<T> dctx;   // (B*T, C) backward scratch
   Buffer<T> dprobs; // (threads*T, T) backward scratch, one (T,T) block per thread
@@ -36,7 +37,9 @@ struct SelfAttention {
   // x (B*T, C) → y (B*T, C). key_valid (B*T): 0 marks a [PAD] key that gets
   // zero weight. Fills cache.qkv, cache.probs, cache.ctx. Without keep_probs
   // (inference) cache.probs holds one (T, T) block per thread, reused for
-  // every (sequence, head), so it stays in L1; backward then cannot run.
+  // every (sequence, head), so it stays in L1, its rows unnormalised (each
+  // query's values are divided by its sum after the product, equal to
+  // rounding); backward then cannot run.
   void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
                Ref<T> y, bool keep_probs = true) const;
   // Differentiates y = concat_h(softmax(q_h k_hᵀ/√D + mask) v_h) Woᵀ + bo and
