@@ -21,6 +21,15 @@ M random_matrix(Index rows, Index cols, std::uint64_t seed, double lo = -1, doub
   fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed, lo, hi);
   return m;
 }
+// An attention layer without gradients over w: Wqkv (3C, C), bqkv, Wo (C, C), bo.
+template <class T>
+SelfAttention<T> attention_over(std::vector<T>& w, Index c, Index heads) {
+  SelfAttention<T> attn;
+  attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
+  attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
+  attn.heads = heads;
+  return attn;
+}
 }  // namespace
 
 TEST_CASE("Linear backward matches finite differences", "[layers][gradcheck]") {
@@ -164,10 +173,7 @@ TEST_CASE("float attention weights do not depend on which softmax batch a query 
   auto run = [&](auto zero) {
     using T = decltype(zero);
     std::vector<T> w(wd.begin(), wd.end());
-    SelfAttention<T> attn;
-    attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
-    attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
-    attn.heads = heads;
+    const SelfAttention<T> attn = attention_over(w, c, heads);
     std::vector<std::uint8_t> valid(n, 1);
     AttentionCache<T> cache;
     MatR<T> y(n, c);
@@ -187,68 +193,43 @@ TEST_CASE("float attention weights do not depend on which softmax batch a query 
   CHECK((probs.cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-6);
 }
 
-TEST_CASE("the folded [CLS] attention of inference equals forward_cls up to rounding", "[layers]") {
-  // Three sequences: full, trailing [PAD] keys, a [PAD] key in the middle.
+TEST_CASE("inference's attention paths equal the plain ones up to rounding", "[layers]") {
+  // Three sequences: full, trailing [PAD] keys (the prefix softmax), a [PAD]
+  // key in the middle (the masked softmax).
   const Index batch = 3, seq = 6, c = 8, heads = 2, n = batch * seq;
   const M xd = random_matrix(n, c, 31);
   std::vector<double> wd(4 * c * c + 4 * c);
   fill_uniform(wd.data(), wd.size(), 32, -0.6, 0.6);
   const std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0};
-  auto run = [&](auto zero, bool folded) {
+  enum Path { kept, not_kept, cls, cls_folded };
+  auto run = [&](auto zero, Path path, const M& x) {
     using T = decltype(zero);
     std::vector<T> w(wd.begin(), wd.end());
-    SelfAttention<T> attn;
-    attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
-    attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
-    attn.heads = heads;
+    const SelfAttention<T> attn = attention_over(w, c, heads);
     AttentionCache<T> cache;
-    MatR<T> y(batch, c);
-    if (folded)
-      attn.forward_cls_folded(xd.cast<T>(), batch, seq, valid.data(), cache, y);
+    MatR<T> y(path == kept || path == not_kept ? n : batch, c);
+    if (path == cls)
+      attn.forward_cls(x.cast<T>(), batch, seq, valid.data(), cache, y);
+    else if (path == cls_folded)
+      attn.forward_cls_folded(x.cast<T>(), batch, seq, valid.data(), cache, y);
     else
-      attn.forward_cls(xd.cast<T>(), batch, seq, valid.data(), cache, y);
+      attn.forward(x.cast<T>(), batch, seq, valid.data(), cache, y, path == kept);
     return y;
   };
-  const M exact = run(0.0, false);
-  CHECK((run(0.0, true) - exact).cwiseAbs().maxCoeff() < 1e-12);
-  CHECK((run(0.0f, true).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
-  CHECK((run(0.0f, false).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
-  // A [PAD] key changes nothing: the middle one's row can be anything.
-  M changed = xd;
-  changed.row(2 * seq + 2).setConstant(50.0);
-  std::vector<double> w(wd);
-  SelfAttention<double> attn;
-  attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
-  attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
-  attn.heads = heads;
-  AttentionCache<double> cache;
-  M y(batch, c);
-  attn.forward_cls_folded(changed, batch, seq, valid.data(), cache, y);
-  CHECK((y - exact).cwiseAbs().maxCoeff() < 1e-12);
-}
-
-TEST_CASE("attention without kept weights (inference) gives the same output up to rounding", "[layers]") {
-  // Full, trailing [PAD] keys (normalised after the product), a [PAD] key in
-  // the middle (the masked softmax).
-  const Index batch = 3, seq = 6, c = 8, heads = 2, n = batch * seq;
-  const M xd = random_matrix(n, c, 41);
-  std::vector<double> wd(4 * c * c + 4 * c);
-  fill_uniform(wd.data(), wd.size(), 42, -0.6, 0.6);
-  const std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0};
-  auto run = [&](auto zero, bool keep) {
-    using T = decltype(zero);
-    std::vector<T> w(wd.begin(), wd.end());
-    SelfAttention<T> attn;
-    attn.qkv = {{w.data(), nullptr, 3 * c, c}, {w.data() + 3 * c * c, nullptr, 3 * c, 1}};
-    attn.output = {{w.data() + 3 * c * c + 3 * c, nullptr, c, c}, {w.data() + 4 * c * c + 3 * c, nullptr, c, 1}};
-    attn.heads = heads;
-    AttentionCache<T> cache;
-    MatR<T> y(n, c);
-    attn.forward(xd.cast<T>(), batch, seq, valid.data(), cache, y, keep);
-    return y;
-  };
-  const M exact = run(0.0, true);
-  CHECK((run(0.0, false) - exact).cwiseAbs().maxCoeff() < 1e-12);
-  CHECK((run(0.0f, false).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
-  CHECK((run(0.0f, true).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+  SECTION("attention without kept weights (predict) normalises after the product") {
+    const M exact = run(0.0, kept, xd);
+    CHECK((run(0.0, not_kept, xd) - exact).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK((run(0.0f, not_kept, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+    CHECK((run(0.0f, kept, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+  }
+  SECTION("the folded [CLS] attention has no keys or values") {
+    const M exact = run(0.0, cls, xd);
+    CHECK((run(0.0, cls_folded, xd) - exact).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK((run(0.0f, cls_folded, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+    CHECK((run(0.0f, cls, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+    // A [PAD] key changes nothing: the middle one's row can be anything.
+    M changed = xd;
+    changed.row(2 * seq + 2).setConstant(50.0);
+    CHECK((run(0.0, cls_folded, changed) - exact).cwiseAbs().maxCoeff() < 1e-12);
+  }
 }
