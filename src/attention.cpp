@@ -30,7 +30,8 @@ void softmax_prefix_rows(float* first, Index stride, Index len, float scale, flo
   for (int r = 0; r < kRows; ++r) top[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (Index j = 0; j < len; j += 16)
     for (int r = 0; r < kRows; ++r)
-      top[r] = _mm512_mask_max_ps(top[r], mask_at(j), top[r], _mm512_maskz_loadu_ps(mask_at(j), first + r * stride + j));
+      top[r] = _mm512_mask_max_ps(top[r], mask_at(j), top[r],
+                                  _mm512_maskz_loadu_ps(mask_at(j), first + r * stride + j));
   for (int r = 0; r < kRows; ++r) {
     shift[r] = _mm512_set1_ps(_mm512_reduce_max_ps(top[r]) * scale);
     total[r] = _mm512_setzero_ps();
@@ -79,26 +80,22 @@ void softmax_prefix(P&& p, Index len, T scale, T* sums = nullptr) {
   }
 }
 
-// The number of leading valid keys when all the others are [PAD] and trail
-// them (how batches are laid out), else 0.
-Index valid_prefix(const std::uint8_t* valid, Index seq) {
+// Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
+// weighted 0, in place; with `sums`, each row is left unnormalised and its
+// sum written to sums[i]. [PAD] keys normally trail the text, so the common
+// case is a softmax over a prefix, vectorised. Returns how many leading keys
+// can carry weight (all after them are [PAD]): the prefix, or every key.
+template <class P, class T = typename std::decay_t<P>::Scalar>
+Index masked_softmax(P&& p, const std::uint8_t* valid, T scale, T* sums = nullptr) {
+  const Index seq = p.cols();
   Index len = 0;
   while (len < seq && valid[len]) ++len;
   Index rest = len;
   while (rest < seq && !valid[rest]) ++rest;
-  return rest == seq ? len : 0;
-}
-
-// Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
-// weighted 0. [PAD] keys normally trail the text, so the common case is a
-// softmax over a prefix, vectorised.
-template <class P, class T = typename std::decay_t<P>::Scalar>
-void masked_softmax(P&& p, const std::uint8_t* valid, T scale) {
-  const Index seq = p.cols();
-  if (const Index len = valid_prefix(valid, seq); len > 0) {
-    softmax_prefix(p, len, scale);
+  if (len > 0 && rest == seq) {
+    softmax_prefix(p, len, scale, sums);
     p.rightCols(seq - len).setZero();
-    return;
+    return len;
   }
   for (Index i = 0; i < p.rows(); ++i) {
     p.row(i) *= scale;
@@ -111,8 +108,12 @@ void masked_softmax(P&& p, const std::uint8_t* valid, T scale) {
       p(i, j) = e;
       sum += e;
     }
-    p.row(i) /= sum;
+    if (sums)
+      sums[i] = sum;
+    else
+      p.row(i) /= sum;
   }
+  return seq;
 }
 
 // The query rows (0..C) and the key and value rows (C..3C) of the fused
@@ -154,18 +155,14 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
       auto p = probs.block(block * seq, 0, seq, seq);          // (T, T)
       auto out = ctx.block(b * seq, h * d, seq, d);            // (T, D)
       matmul<T>(q, false, k, true, p, false);
-      const Index len = keep_probs ? 0 : valid_prefix(key_valid + b * seq, seq);
-      if (len > 0) {
-        // The weights are not kept: normalise after the product, D divisions
-        // per query instead of T, and leave the [PAD] keys out of it.
-        T* row_sums = &sums(block, 0);
-        softmax_prefix(p, len, scale, row_sums);
-        matmul<T>(p.leftCols(len), false, v.topRows(len), false, out, false);
+      // Weights that are not kept stay unnormalised: each query's weighted
+      // values are divided by its sum after the product, D divisions instead
+      // of T. The trailing [PAD] keys (weight 0) stay out of the product.
+      T* row_sums = keep_probs ? nullptr : &sums(block, 0);
+      const Index keys = masked_softmax(p, key_valid + b * seq, scale, row_sums);
+      matmul<T>(p.leftCols(keys), false, v.topRows(keys), false, out, false);
+      if (row_sums)
         for (Index i = 0; i < seq; ++i) out.row(i) /= row_sums[i];
-        continue;
-      }
-      masked_softmax(p, key_valid + b * seq, scale);
-      matmul<T>(p, false, v, false, out, false);
     }
   output.forward(ctx, y);
 }
@@ -257,7 +254,9 @@ void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index s
   using Stride = Eigen::OuterStride<>;
   // Head h's column block of an (B*H, C) matrix whose row b*H+h belongs to
   // sequence b and head h: B rows, H*C apart.
-  auto head_rows = [&](T* m, Index h) { return Eigen::Map<MatR<T>, 0, Stride>(m + h * c, batch, c, Stride(heads * c)); };
+  auto head_rows = [&](T* m, Index h) {
+    return Eigen::Map<MatR<T>, 0, Stride>(m + h * c, batch, c, Stride(heads * c));
+  };
   MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
   T* folded = cache.qkv.view(2 * bh, c).data();
   MatMap<T> u(folded, bh, c), z(folded + bh * c, bh, c);  // (B*H, C) each
@@ -274,8 +273,8 @@ void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index s
     auto xb = x.middleRows(b * seq, seq);          // (T, C)
     auto p = probs.middleRows(b * heads, heads);   // (H, T)
     matmul<T>(u.middleRows(b * heads, heads), false, xb, true, p, false);
-    masked_softmax(p, key_valid + b * seq, scale);
-    matmul<T>(p, false, xb, false, z.middleRows(b * heads, heads), false);  // z_{b,h} = Σ_t p_t x_t
+    const Index keys = masked_softmax(p, key_valid + b * seq, scale);
+    matmul<T>(p.leftCols(keys), false, xb.topRows(keys), false, z.middleRows(b * heads, heads), false);  // Σ_t p_t x_t
   }
   // Σ_t p_t (x_t Wv_hᵀ + bv_h) = z_{b,h} Wv_hᵀ + bv_h, as the weights sum to one.
   for (Index h = 0; h < heads; ++h)

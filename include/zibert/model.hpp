@@ -133,7 +133,8 @@ class Bert {
   // With rng (training) dropout is applied; nullptr means evaluation.
   // inference skips what only backward needs (residual sums, LayerNorm's
   // xhat and rstd, GELU's input, the attention weights unless
-  // cache.all_rows), which backward then refuses; the outputs are the same.
+  // cache.all_rows; the last layer's keys and values), which backward then
+  // refuses; the outputs are the same up to rounding.
   T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference = false) const;
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
   // the forward pass on the same batch.
