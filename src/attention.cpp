@@ -130,7 +130,7 @@ Linear<T> projection_rows(const Linear<T>& qkv, Index first, Index rows) {
 
 template <class T>
 void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
-                               AttentionCache<T>& cache, Ref<T> y, bool keep_probs) const {
+                               AttentionCache<T>& cache, Ref<T> y, bool keep_probs, bool projected) const {
   const Index n = batch * seq, c = x.cols(), d = c / heads;
   const Index width = tied ? 2 * c : 3 * c, k_off = tied ? 0 : c, v_off = tied ? c : 2 * c;
   const T scale = T(1) / std::sqrt(T(d));
@@ -141,7 +141,7 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
   MatMap<T> probs = cache.probs.view(blocks * seq, keep_probs ? seq : gemm_in_place_ld(seq));
   MatMap<T> ctx = cache.ctx.view(n, c);                 // (B*T, C)
   MatMap<T> sums = cache.row_sums.view(keep_probs ? 0 : blocks, seq);
-  qkv.forward(x, qkv_out);
+  if (!projected) qkv.forward(x, qkv_out);
 
   // Threads only pay off beyond a few thousand multiply-adds per block.
   const bool parallel = batch * heads * seq * seq * d > 65536;

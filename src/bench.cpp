@@ -82,7 +82,7 @@ struct Group {
 // Packs the plan's batches into groups of `per_group` consecutive batches.
 std::vector<Group> group_plan(const SequenceSet& d, const ModelConfig& config,
                               const std::vector<std::vector<std::size_t>>& plan, std::size_t per_group,
-                              double flop_factor, bool labelled) {
+                              double flop_factor, bool labelled, bool tabulated) {
   std::vector<Group> groups;
   for (std::size_t i = 0; i < plan.size(); i += per_group) {
     Group g;
@@ -92,7 +92,8 @@ std::vector<Group> group_plan(const SequenceSet& d, const ModelConfig& config,
       g.padded += g.batches.back().size * g.batches.back().seq;
       for (std::size_t e : plan[j]) {
         g.tokens += d.lengths[e];
-        g.flops += flop_factor * forward_flops(config, d.lengths[e], labelled ? LastLayer::cls : LastLayer::cls_folded);
+        g.flops += flop_factor * forward_flops(config, d.lengths[e], labelled ? LastLayer::cls : LastLayer::cls_folded,
+                                                   tabulated);
       }
     }
     groups.push_back(std::move(g));
@@ -132,14 +133,17 @@ std::string fixed(double v, int decimals) {
 
 }  // namespace
 
-double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_layer) {
+double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_layer, bool tabulated) {
   const double n = double(tokens), dim = double(c.dim), f = double(c.ffn);
   const double qkv = c.tie_qk ? 2 : 3;
   const double per_token = 2 * dim * dim * (qkv + 1) + 4 * dim * f;  // Q/K/V, output, up, down
   const double attention = 4 * n * n * dim;                          // q kᵀ and p v over all heads
   const double layer = n * per_token + attention;
   const double head = 2 * dim * dim + 2 * dim * double(c.labels);    // pooler, classifier
-  if (last_layer == LastLayer::all_rows || c.tie_qk || c.layers == 0) return double(c.layers) * layer + head;
+  const bool every_row = last_layer == LastLayer::all_rows || c.tie_qk || c.layers == 0;
+  // The first layer's Q/K/V rows come from the tables unless it is a [CLS]-only last layer.
+  const double gathered = tabulated && (every_row || c.layers > 1) ? n * 2 * dim * dim * qkv : 0;
+  if (every_row) return double(c.layers) * layer + head - gathered;
   // The last layer: [CLS]'s query, output and FFN rows, and either keys and
   // values of every token and [CLS]'s attention row over them, or (folded)
   // the query folded through each head's key rows (C² multiply-adds in all),
@@ -149,7 +153,7 @@ double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_l
                                     ? n * 4 * dim * dim + 4 * n * dim
                                     : 2 * dim * dim + 4 * heads * n * dim + 2 * dim * dim;
   const double last = 2 * dim * dim + attention_cls + 2 * dim * dim + 4 * dim * f;
-  return double(c.layers - 1) * layer + last + head;
+  return double(c.layers - 1) * layer + last + head - gathered;
 }
 
 double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm) {
@@ -218,18 +222,20 @@ BenchResult run_bench(const BenchOptions& o) {
     std::uint64_t seed = o.seed;
     auto plan = bucketed_batches(d.lengths, batch_size, &seed);  // as train shuffles them
     std::uint64_t step = 0;
-    r.train = run_phase(group_plan(d, r.config, plan, 1, 3.0, true), o.seconds, [&](const std::vector<Batch>& b) {
+    r.train = run_phase(group_plan(d, r.config, plan, 1, 3.0, true, false), o.seconds, [&](const std::vector<Batch>& b) {
       DropoutRng rng{o.seed, step++, r.config.dropout};
       float loss = train_step(net, adam, runner, b.front(), rng, 1e-4);
       if (!std::isfinite(loss)) throw Error("bench: the training loss became non-finite");
     });
   }
   if (o.infer) {
+    // As classify loads a model: with the first layer's projections tabulated.
+    net.tabulate_embeddings();
     auto plan = bucketed_batches(d.lengths, batch_size, nullptr);  // as classify sorts them
     // As classify runs them: whole batches spread over the threads.
     const auto per_group = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     std::vector<ModelCache<float>> caches;
-    r.infer = run_phase(group_plan(d, r.config, plan, per_group, 1.0, false), o.seconds,
+    r.infer = run_phase(group_plan(d, r.config, plan, per_group, 1.0, false, net.tabulated()), o.seconds,
                         [&](const std::vector<Batch>& b) {
                           predict_batches<float>(net, b, caches, [](std::size_t, const CMatMap<float>&) {});
                         });

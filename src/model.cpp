@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "zibert/error.hpp"
+#include "zibert/gemm.hpp"
 #include "zibert/random.hpp"
 
 namespace zibert {
@@ -89,7 +90,8 @@ Bert<T>::Bert(const Bert& other)
       layout_(other.layout_),
       params_(other.params_),
       grads_(other.grads_),
-      shared_(other.shared_) {
+      shared_(other.shared_),
+      tables_(other.tables_) {
   bind();
 }
 
@@ -111,6 +113,7 @@ Bert<T>& Bert<T>::operator=(const Bert& other) {
   params_ = other.params_;
   grads_ = other.grads_;
   shared_ = other.shared_;
+  tables_ = other.tables_;
   bind();
   return *this;
 }
@@ -168,6 +171,7 @@ void Bert<T>::zero_grad() {
 
 template <class T>
 void Bert<T>::init_weights(std::uint64_t seed) {
+  tables_.reset();
   Rng rng(seed);  // Box–Muller on the portable stream
   for (const TensorInfo& t : layout_) {
     T* p = params_.data() + t.offset;
@@ -183,6 +187,31 @@ void Bert<T>::init_weights(std::uint64_t seed) {
   }
   // Hugging Face keeps the [PAD] embedding at zero.
   word_emb_.w().row(0).setZero();
+}
+
+template <class T>
+bool Bert<T>::tabulate_embeddings(std::size_t max_bytes) {
+  tables_.reset();
+  const Linear<T>& qkv = layers_[0].attention.qkv;
+  const Index width = qkv.weight.rows;
+  const Index rows = config_.vocab_size + (config_.position ? config_.max_len : 0);
+  if (static_cast<std::size_t>(rows * width) * sizeof(T) > max_bytes) return false;
+  auto tables = std::make_shared<EmbeddingTables<T>>();
+  tables->width = width;
+  const MatR<T> a = qkv.weight.w() * emb_ln_.gamma.row().asDiagonal();  // (W, C): Wqkv·diag(γ)
+  auto tabulate = [&](const Param<T>& embedding, AlignedVector<T>& out) {
+    MatR<T> centred = embedding.w();
+    centred.colwise() -= centred.rowwise().mean();
+    out.resize(static_cast<std::size_t>(centred.rows() * width));
+    matmul<T>(centred, false, a, true, MatMap<T>(out.data(), centred.rows(), width), false);
+  };
+  tabulate(word_emb_, tables->word);
+  if (config_.position) tabulate(pos_emb_, tables->pos);
+  tables->bias.resize(static_cast<std::size_t>(width));
+  Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(tables->bias.data(), width) =
+      emb_ln_.beta.row() * qkv.weight.w().transpose() + qkv.bias.row();
+  tables_ = std::move(tables);
+  return true;
 }
 
 template <class T>
@@ -216,6 +245,23 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
   }
 
   const bool cls_only = !config_.tie_qk && !cache.all_rows;
+  // Inference with tables gathers the first layer's projections (unless
+  // that layer is a folded [CLS] layer, which projects no keys or values).
+  const EmbeddingTables<T>* tables = inference && !drop && !(cls_only && n_layers == 1) ? tables_.get() : nullptr;
+  if (tables) {
+    const Index width = tables->width;
+    MatMap<T> proj = cache.layers[0].attn.qkv.view(n, width);
+    const CMatMap<T> word_tab(tables->word.data(), config_.vocab_size, width);
+    const CMatMap<T> pos_tab(tables->pos.data(), config_.position ? config_.max_len : 0, width);
+    const Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> bias(tables->bias.data(), width);
+    const T* rstd = cache.emb_rstd.data.data();
+    for (Index i = 0; i < n; ++i) {
+      if (config_.position)
+        proj.row(i) = ((word_tab.row(batch.ids[i]) + pos_tab.row(i % seq)).array() * rstd[i] + bias).matrix();
+      else
+        proj.row(i) = (word_tab.row(batch.ids[i]).array() * rstd[i] + bias).matrix();
+    }
+  }
   cache.cls_only = cls_only;
   cache.inference = inference;
   const auto first_row = static_cast<std::uint64_t>(batch.first * seq);
@@ -235,7 +281,8 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
     else if (last_cls)
       layer.attention.forward_cls(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
     else
-      layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a, !inference || cache.all_rows);
+      layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a, !inference || cache.all_rows,
+                              /*projected=*/l == 0 && tables);
     if (drop) {
       MatMap<T> mask = lc.drop1.view(rows, c);
       dropout_mask<T>(*rng, 1 + 2 * l, mask, first_row, row_step);

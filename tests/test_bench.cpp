@@ -26,6 +26,13 @@ TEST_CASE("bench counts the products of a forward pass by hand", "[bench]") {
   // inputs over 5 tokens (2·2·5·4 each), their values, out, FFN
   const double folded = 2 * 16 + 2 * 16 + 2 * (2 * 2 * 5 * 4) + 2 * 16 + 2 * 16 + 2 * (2 * 4 * 8);
   CHECK(forward_flops(c, 5, LastLayer::cls_folded) == Approx(layer + folded + head));
+  // Tabulated: the first layer's q,k,v rows (3·(2·4·4) per token) are gathered, not computed...
+  CHECK(forward_flops(c, 5, LastLayer::cls_folded, true) == Approx(layer - 5 * 96 + folded + head));
+  CHECK(forward_flops(c, 5, LastLayer::all_rows, true) == Approx(2 * layer - 5 * 96 + head));
+  // ...unless the first layer is the [CLS]-only last one.
+  c.layers = 1;
+  CHECK(forward_flops(c, 5, LastLayer::cls_folded, true) == Approx(folded + head));
+  c.layers = 2;
   c.tie_qk = true;  // tied models run every row
   CHECK(forward_flops(c, 5, LastLayer::cls) == Approx(forward_flops(c, 5, LastLayer::all_rows)));
   CHECK(forward_flops(c, 5, LastLayer::cls_folded) == Approx(forward_flops(c, 5, LastLayer::all_rows)));

@@ -181,6 +181,79 @@ TEST_CASE("predict runs a large batch in groups and gives the whole batch's prob
   CHECK_THROWS_WITH(net.backward(batch, group_cache), Catch::Contains("kept its cache"));
 }
 
+namespace {
+
+// Every layer's output of an inference pass over tiny_batch (all rows), with
+// the first layer's projections gathered from the tables or multiplied out.
+template <class T>
+MatR<T> inference_hidden(const Bert<T>& net) {
+  ModelCache<T> cache;
+  cache.all_rows = true;
+  Batch batch = tiny_batch();
+  batch.labels.clear();
+  net.forward(batch, cache, nullptr, /*inference=*/true);
+  return CMatMap<T>(cache.hidden.data.data(), (net.config().layers + 1) * batch.size * batch.seq, net.config().dim);
+}
+
+template <class T>
+void check_tabulated(ModelConfig cfg, double tolerance) {
+  Bert<T> net(cfg, false);
+  AlignedVector<double> values(net.params().size());
+  fill_uniform(values.data(), values.size(), 31, -0.5, 0.5);
+  for (std::size_t i = 0; i < values.size(); ++i) net.params()[i] = T(values[i]);
+  // Embeddings far from zero mean and LayerNorm weights far from 1 and 0:
+  // tables that skipped the centring or γ and β would be far off.
+  for (const char* name : {"bert.embeddings.word_embeddings.weight", "bert.embeddings.position_embeddings.weight"}) {
+    if (!cfg.position && std::string(name).find("position") != std::string::npos) continue;
+    const TensorInfo& t = net.tensor(name);
+    for (std::size_t i = 0; i < t.size; ++i) net.params()[t.offset + i] += T(i % cfg.dim == 0 ? 2.0 : 0.7);
+  }
+  for (const char* name : {"bert.embeddings.LayerNorm.weight", "bert.embeddings.LayerNorm.bias"}) {
+    const TensorInfo& t = net.tensor(name);
+    for (std::size_t i = 0; i < t.size; ++i) net.params()[t.offset + i] = T(0.5 + 0.25 * double(i % 5));
+  }
+  const MatR<T> direct = inference_hidden(net);
+  REQUIRE(net.tabulate_embeddings());
+  REQUIRE(net.tabulated());
+  const MatR<T> gathered = inference_hidden(net);
+  // Every layer's output, [PAD] rows included, equal up to rounding.
+  CHECK((gathered - direct).cwiseAbs().maxCoeff() < tolerance);
+  // The embeddings themselves (block 0) are computed the one way.
+  const Index n = 2 * 6;
+  CHECK(gathered.topRows(n) == direct.topRows(n));
+  // A copy has the same weights and shares the tables.
+  const Bert<T> copy = net;
+  CHECK(copy.tabulated());
+  CHECK(inference_hidden(copy) == gathered);
+  // Mutable access to the weights drops them: the pass multiplies out again.
+  net.params()[net.tensor("bert.embeddings.LayerNorm.bias").offset] += T(1);
+  CHECK_FALSE(net.tabulated());
+  CHECK((inference_hidden(net) - direct).cwiseAbs().maxCoeff() > T(1e-3));
+}
+
+}  // namespace
+
+TEST_CASE("tabulated first-layer projections give the inference pass of the multiplied-out ones", "[model]") {
+  ModelConfig cfg = tiny_config(0.0);
+  SECTION("float") { check_tabulated<float>(cfg, 1e-5); }
+  SECTION("double") { check_tabulated<double>(cfg, 1e-12); }
+  SECTION("tied query and key projections") {
+    cfg.tie_qk = true;
+    check_tabulated<float>(cfg, 1e-5);
+  }
+  SECTION("without position embeddings") {
+    cfg.position = false;
+    check_tabulated<float>(cfg, 1e-5);
+  }
+  SECTION("too large to tabulate") {
+    Bert<float> net(cfg, false);
+    const std::size_t bytes = (12 + 8) * 24 * sizeof(float);  // (vocab + positions) x 3C
+    CHECK_FALSE(net.tabulate_embeddings(bytes - 1));
+    CHECK_FALSE(net.tabulated());
+    CHECK(net.tabulate_embeddings(bytes));
+  }
+}
+
 TEST_CASE("overfitting 16 examples drives the training loss below 0.01", "[model][training]") {
   ModelConfig cfg = tiny_config(0.0);
   cfg.vocab_size = 20;

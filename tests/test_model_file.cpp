@@ -1,7 +1,9 @@
 // The safetensors model file: round trip, and a reader that trusts nothing.
 #include <catch2/catch.hpp>
+
 #include <cstring>
 #include <functional>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -38,12 +40,18 @@ TEST_CASE("save and load give identical weights and predictions", "[model_file]"
   std::string dir = temp_dir();
   save_model(dir + "/m.safetensors", model);
   Classifier back = load_model(dir + "/m.safetensors");
-  CHECK(back.net.params() == model.net.params());
+  // A loaded model predicts with its first layer's projections tabulated
+  // (reading its weights through a const view keeps the tables).
+  CHECK(back.net.tabulated());
+  CHECK(std::as_const(back.net).params() == model.net.params());
+  CHECK(back.net.tabulated());
   CHECK(back.labels == model.labels);
   CHECK(back.positive == "1");
   CHECK(back.tokenizer.vocab().tokens() == model.tokenizer.vocab().tokens());
   CHECK(back.training["note"] == "test");
-  CHECK(logits_of(back, "他们点了一坛佛跳墙") == logits_of(model, "他们点了一坛佛跳墙"));
+  const std::vector<float> loaded = logits_of(back, "他们点了一坛佛跳墙"), saved = logits_of(model, "他们点了一坛佛跳墙");
+  REQUIRE(loaded.size() == saved.size());
+  for (std::size_t i = 0; i < saved.size(); ++i) CHECK(loaded[i] == Approx(saved[i]).margin(1e-6));
   CHECK(encode_model(back) == encode_model(model));  // bytes are deterministic
 }
 

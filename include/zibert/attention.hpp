@@ -39,9 +39,10 @@ struct SelfAttention {
   // (inference) cache.probs holds one (T, T) block per thread, reused for
   // every (sequence, head), so it stays in L1, its rows unnormalised (each
   // query's values are divided by its sum after the product, equal to
-  // rounding); backward then cannot run.
+  // rounding); backward then cannot run. projected: cache.qkv already holds
+  // x's (B*T, 3C) projections (gathered from EmbeddingTables).
   void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
-               Ref<T> y, bool keep_probs = true) const;
+               Ref<T> y, bool keep_probs = true, bool projected = false) const;
   // Differentiates y = concat_h(softmax(q_h k_hᵀ/√D + mask) v_h) Woᵀ + bo and
   // q|k|v = x Wqkvᵀ + bqkv. Writes dx; accumulates parameter gradients.
   void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,

@@ -56,8 +56,11 @@ struct BenchResult {
 // ModelCache::all_rows); what zibert's training pass computes (cls: keys
 // and values of every token, the rest for [CLS] only); or what its
 // inference pass computes (cls_folded: SelfAttention::forward_cls_folded).
+// tabulated: the first layer's Q/K/V rows are gathered from EmbeddingTables
+// (an inference pass of a tabulated model), not computed, unless that layer
+// is a [CLS]-only last layer.
 enum class LastLayer { all_rows, cls, cls_folded };
-double forward_flops(const ModelConfig& config, std::int64_t tokens, LastLayer last);
+double forward_flops(const ModelConfig& config, std::int64_t tokens, LastLayer last, bool tabulated = false);
 
 // The best GFLOP/s of an n×n×n single-precision product over `seconds`, with
 // the current OpenMP threads: zibert's gemm when use_gemm, else Eigen's.

@@ -3,6 +3,7 @@
 // layers hold views into both. Tensor names are Hugging Face's.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,21 @@ struct EncoderLayer {
   LayerNorm<T> ln2;
 };
 
+// The first layer's query, key and value projections of the embedding
+// LayerNorm's output, tabulated (Bert::tabulate_embeddings). LayerNorm
+// centres and scales each row: with x = w + p (word and position embedding),
+// y = γ⊙(x − mean x)·r + β, r = 1/sqrt(var x + ε), so with A = Wqkv·diag(γ)
+//   Wqkv y + b = r · (A(w − mean w) + A(p − mean p)) + (Wqkv β + b),
+// as mean x = mean w + mean p. The two products are the same for every text
+// and are computed once per vocabulary entry and position.
+template <class T>
+struct EmbeddingTables {
+  Index width = 0;        // W: 3C, or 2C with tied projections
+  AlignedVector<T> word;  // (vocab, W): A(w − mean w) of each vocabulary entry
+  AlignedVector<T> pos;   // (max_len, W): A(p − mean p) of each position; empty without positions
+  AlignedVector<T> bias;  // (W): Wqkv β + b
+};
+
 template <class T>
 class Bert {
  public:
@@ -146,9 +162,22 @@ class Bert {
   CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache) const;
   static constexpr Index kPredictRows = 512;
 
+  // For a model whose weights stay fixed (one loaded to predict): tabulates
+  // the first layer's projections of the embeddings (EmbeddingTables), which
+  // forward(inference) then gathers per token instead of multiplying out,
+  // equal up to rounding. Skipped (returns false) when the tables would take
+  // more than max_bytes. The tables describe the weights of the moment: the
+  // mutable params() and init_weights drop them.
+  bool tabulate_embeddings(std::size_t max_bytes = kMaxTableBytes);
+  bool tabulated() const { return tables_ != nullptr; }
+  static constexpr std::size_t kMaxTableBytes = std::size_t(256) << 20;
+
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorInfo>& layout() const { return layout_; }
-  AlignedVector<T>& params() { return params_; }
+  AlignedVector<T>& params() {
+    tables_.reset();
+    return params_;
+  }
   const AlignedVector<T>& params() const { return params_; }
   AlignedVector<T>& grads() { return grads_; }
   void zero_grad();
@@ -167,6 +196,7 @@ class Bert {
   LayerNorm<T> emb_ln_;
   std::vector<EncoderLayer<T>> layers_;
   Linear<T> pooler_, classifier_;
+  std::shared_ptr<const EmbeddingTables<T>> tables_;  // shared by copies, which have the same weights
 };
 
 }  // namespace zibert
