@@ -229,15 +229,15 @@ BenchResult run_bench(const BenchOptions& o) {
     });
   }
   if (o.infer) {
-    // As classify loads a model: with the first layer's projections tabulated.
-    net.tabulate_embeddings();
+    // As classify runs a large input: the first layer's projections tabulated.
+    const auto tables = net.tabulate_embeddings();
     auto plan = bucketed_batches(d.lengths, batch_size, nullptr);  // as classify sorts them
     // As classify runs them: whole batches spread over the threads.
     const auto per_group = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     std::vector<ModelCache<float>> caches;
-    r.infer = run_phase(group_plan(d, r.config, plan, per_group, 1.0, false, net.tabulated()), o.seconds,
+    r.infer = run_phase(group_plan(d, r.config, plan, per_group, 1.0, false, tables != nullptr), o.seconds,
                         [&](const std::vector<Batch>& b) {
-                          predict_batches<float>(net, b, caches, [](std::size_t, const CMatMap<float>&) {});
+                          predict_batches<float>(net, b, caches, [](std::size_t, const CMatMap<float>&) {}, tables.get());
                         });
   }
   // The ceiling is the faster of the two products this build has.

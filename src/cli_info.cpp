@@ -1,6 +1,5 @@
 // zibert info: what a model file holds.
 #include <cstdio>
-#include <utility>
 
 #include "cli.hpp"
 
@@ -16,7 +15,7 @@ int run_info(const InfoCli& o) {
   std::string path = resolve_model_path(o.model);
   Classifier m = load_model(path);
   const ModelConfig& c = m.config;
-  std::size_t params = std::as_const(m.net).params().size();
+  std::size_t params = m.net.params().size();
   nlohmann::ordered_json j;
   j["file"] = path;
   j["format_version"] = kFormatVersion;

@@ -90,8 +90,7 @@ Bert<T>::Bert(const Bert& other)
       layout_(other.layout_),
       params_(other.params_),
       grads_(other.grads_),
-      shared_(other.shared_),
-      tables_(other.tables_) {
+      shared_(other.shared_) {
   bind();
 }
 
@@ -113,7 +112,6 @@ Bert<T>& Bert<T>::operator=(const Bert& other) {
   params_ = other.params_;
   grads_ = other.grads_;
   shared_ = other.shared_;
-  tables_ = other.tables_;
   bind();
   return *this;
 }
@@ -171,7 +169,6 @@ void Bert<T>::zero_grad() {
 
 template <class T>
 void Bert<T>::init_weights(std::uint64_t seed) {
-  tables_.reset();
   Rng rng(seed);  // Box–Muller on the portable stream
   for (const TensorInfo& t : layout_) {
     T* p = params_.data() + t.offset;
@@ -190,13 +187,13 @@ void Bert<T>::init_weights(std::uint64_t seed) {
 }
 
 template <class T>
-bool Bert<T>::tabulate_embeddings(std::size_t max_bytes) {
-  tables_.reset();
+std::shared_ptr<const EmbeddingTables<T>> Bert<T>::tabulate_embeddings(std::size_t max_bytes) const {
   const Linear<T>& qkv = layers_[0].attention.qkv;
   const Index width = qkv.weight.rows;
   const Index rows = config_.vocab_size + (config_.position ? config_.max_len : 0);
-  if (static_cast<std::size_t>(rows * width) * sizeof(T) > max_bytes) return false;
+  if (static_cast<std::size_t>(rows * width) * sizeof(T) > max_bytes) return nullptr;
   auto tables = std::make_shared<EmbeddingTables<T>>();
+  tables->weights = shared_ ? shared_ : params_.data();
   tables->width = width;
   const MatR<T> a = qkv.weight.w() * emb_ln_.gamma.row().asDiagonal();  // (W, C): Wqkv·diag(γ)
   auto tabulate = [&](const Param<T>& embedding, AlignedVector<T>& out) {
@@ -210,12 +207,12 @@ bool Bert<T>::tabulate_embeddings(std::size_t max_bytes) {
   tables->bias.resize(static_cast<std::size_t>(width));
   Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(tables->bias.data(), width) =
       emb_ln_.beta.row() * qkv.weight.w().transpose() + qkv.bias.row();
-  tables_ = std::move(tables);
-  return true;
+  return tables;
 }
 
 template <class T>
-T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference) const {
+T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference,
+                   const EmbeddingTables<T>* given) const {
   const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config_.dim, f = config_.ffn;
   const Index n_layers = config_.layers;
   if (seq > config_.max_len) throw Error("batch sequence length exceeds the model's max_len");
@@ -247,7 +244,9 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
   const bool cls_only = !config_.tie_qk && !cache.all_rows;
   // Inference with tables gathers the first layer's projections (unless
   // that layer is a folded [CLS] layer, which projects no keys or values).
-  const EmbeddingTables<T>* tables = inference && !drop && !(cls_only && n_layers == 1) ? tables_.get() : nullptr;
+  if (given && given->weights != (shared_ ? shared_ : params_.data()))
+    throw Error("embedding tables of another model");
+  const EmbeddingTables<T>* tables = inference && !drop && !(cls_only && n_layers == 1) ? given : nullptr;
   if (tables) {
     const Index width = tables->width;
     MatMap<T> proj = cache.layers[0].attn.qkv.view(n, width);
@@ -347,7 +346,7 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
 }
 
 template <class T>
-CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
+CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache, const EmbeddingTables<T>* tables) const {
   // Sequences go through in groups of about kPredictRows token rows, so that
   // one step's activations stay in the core's L2 cache instead of the whole
   // batch's streaming through L3. A sequence's probabilities do not depend on
@@ -357,7 +356,7 @@ CMatMap<T> Bert<T>::predict(const Batch& batch, ModelCache<T>& cache) const {
   for (Index b0 = 0; b0 < batch.size; b0 += group) {
     // Unlabelled: predict needs no loss, and no label is checked.
     const Batch part = batch.part(b0, std::min(group, batch.size - b0), /*with_labels=*/false);
-    forward(part, cache, nullptr, /*inference=*/true);
+    forward(part, cache, nullptr, /*inference=*/true, tables);
     out.middleRows(b0, part.size) = MatMap<T>(cache.probs.data.data(), part.size, config_.labels);
   }
   return CMatMap<T>(out.data(), batch.size, config_.labels);

@@ -201,9 +201,6 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
         throw bad("unexpected tensor " + tname);
     }
   }
-  // Its weights are now fixed: predicting gathers the first layer's
-  // projections from tables instead of computing them.
-  model.net.tabulate_embeddings();
   return model;
 }
 

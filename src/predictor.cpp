@@ -18,8 +18,12 @@ struct Window {
 };
 }  // namespace
 
-Predictor::Predictor(const Classifier& model, double threshold)
-    : model_(model), threshold_(threshold), positive_(model.positive_id()) {}
+Predictor::Predictor(const Classifier& model, double threshold, std::int64_t expected_tokens)
+    : model_(model), threshold_(threshold), positive_(model.positive_id()) {
+  const ModelConfig& c = model.config;
+  if (expected_tokens >= kTabulateFactor * (c.vocab_size + (c.position ? c.max_len : 0)))
+    tables_ = model.net.tabulate_embeddings();
+}
 
 std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_t>>& texts) {
   const std::int64_t width = model_.config.max_len - 2;
@@ -49,7 +53,7 @@ std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_
     const std::vector<std::size_t>& members = batches[b];
     for (std::size_t r = 0; r < members.size(); ++r)
       for (std::size_t c = 0; c < k; ++c) window_probs[members[r] * k + c] = probs(static_cast<Index>(r), c);
-  });
+  }, tables_.get());
 
   std::vector<Prediction> out(texts.size());
   std::vector<float> best(texts.size(), -1.0f);

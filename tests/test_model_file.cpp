@@ -1,9 +1,7 @@
 // The safetensors model file: round trip, and a reader that trusts nothing.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <functional>
-#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -40,19 +38,31 @@ TEST_CASE("save and load give identical weights and predictions", "[model_file]"
   std::string dir = temp_dir();
   save_model(dir + "/m.safetensors", model);
   Classifier back = load_model(dir + "/m.safetensors");
-  // A loaded model predicts with its first layer's projections tabulated
-  // (reading its weights through a const view keeps the tables).
-  CHECK(back.net.tabulated());
-  CHECK(std::as_const(back.net).params() == model.net.params());
-  CHECK(back.net.tabulated());
+  CHECK(back.net.params() == model.net.params());
   CHECK(back.labels == model.labels);
   CHECK(back.positive == "1");
   CHECK(back.tokenizer.vocab().tokens() == model.tokenizer.vocab().tokens());
   CHECK(back.training["note"] == "test");
-  const std::vector<float> loaded = logits_of(back, "他们点了一坛佛跳墙"), saved = logits_of(model, "他们点了一坛佛跳墙");
-  REQUIRE(loaded.size() == saved.size());
-  for (std::size_t i = 0; i < saved.size(); ++i) CHECK(loaded[i] == Approx(saved[i]).margin(1e-6));
+  CHECK(logits_of(back, "他们点了一坛佛跳墙") == logits_of(model, "他们点了一坛佛跳墙"));
   CHECK(encode_model(back) == encode_model(model));  // bytes are deterministic
+}
+
+TEST_CASE("a predictor expecting many tokens gathers the first projections from tables", "[model_file][predictor]") {
+  Classifier model = tiny_classifier(7);
+  for (float& w : model.net.params()) w *= 25.0f;  // weights with std 0.5: predictions far from uniform
+  const std::int64_t rows = model.config.vocab_size + model.config.max_len;
+  Predictor plain(model), small(model, 0.5, Predictor::kTabulateFactor * rows - 1),
+      large(model, 0.5, Predictor::kTabulateFactor * rows);
+  CHECK_FALSE(plain.tabulated());
+  CHECK_FALSE(small.tabulated());
+  REQUIRE(large.tabulated());
+  std::vector<std::vector<char32_t>> texts;
+  for (const char* t : {"他们点了一坛佛跳墙", "佛 跳 墙", "今天天气很好", ""}) texts.push_back(normalize(t, Normalization{}));
+  const std::vector<Prediction> a = plain.predict(texts), b = large.predict(texts);
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    CHECK(a[i].label == b[i].label);
+    for (std::size_t c = 0; c < a[i].probs.size(); ++c) CHECK(b[i].probs[c] == Approx(a[i].probs[c]).margin(1e-6));
+  }
 }
 
 TEST_CASE("the file is safetensors with Hugging Face names", "[model_file]") {

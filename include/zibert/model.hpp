@@ -119,6 +119,7 @@ struct EncoderLayer {
 // and are computed once per vocabulary entry and position.
 template <class T>
 struct EmbeddingTables {
+  const T* weights = nullptr;  // the parameters they were computed from
   Index width = 0;        // W: 3C, or 2C with tied projections
   AlignedVector<T> word;  // (vocab, W): A(w − mean w) of each vocabulary entry
   AlignedVector<T> pos;   // (max_len, W): A(p − mean p) of each position; empty without positions
@@ -150,8 +151,11 @@ class Bert {
   // inference skips what only backward needs (residual sums, LayerNorm's
   // xhat and rstd, GELU's input, the attention weights unless
   // cache.all_rows; the last layer's keys and values), which backward then
-  // refuses; the outputs are the same up to rounding.
-  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference = false) const;
+  // refuses; the outputs are the same up to rounding. An inference pass
+  // given tables (of this model's current weights) gathers the first
+  // layer's projections from them.
+  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference = false,
+            const EmbeddingTables<T>* tables = nullptr) const;
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
   // the forward pass on the same batch.
   void backward(const Batch& batch, ModelCache<T>& cache);
@@ -159,25 +163,20 @@ class Bert {
   // runs in groups of about kPredictRows token rows (whole when
   // cache.all_rows), so the cache holds the forward pass of the last group
   // only, unless the batch was one group.
-  CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache) const;
+  CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache, const EmbeddingTables<T>* tables = nullptr) const;
   static constexpr Index kPredictRows = 512;
 
-  // For a model whose weights stay fixed (one loaded to predict): tabulates
-  // the first layer's projections of the embeddings (EmbeddingTables), which
-  // forward(inference) then gathers per token instead of multiplying out,
-  // equal up to rounding. Skipped (returns false) when the tables would take
-  // more than max_bytes. The tables describe the weights of the moment: the
-  // mutable params() and init_weights drop them.
-  bool tabulate_embeddings(std::size_t max_bytes = kMaxTableBytes);
-  bool tabulated() const { return tables_ != nullptr; }
+  // The first layer's projections of every vocabulary entry and position
+  // (EmbeddingTables) for the weights as they are now, which inference
+  // passes can then gather per token instead of multiplying out, equal up to
+  // rounding; nullptr when they would take more than max_bytes. They cost
+  // (vocab + max_len)·C·W multiply-adds and save C·W per token predicted.
+  std::shared_ptr<const EmbeddingTables<T>> tabulate_embeddings(std::size_t max_bytes = kMaxTableBytes) const;
   static constexpr std::size_t kMaxTableBytes = std::size_t(256) << 20;
 
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorInfo>& layout() const { return layout_; }
-  AlignedVector<T>& params() {
-    tables_.reset();
-    return params_;
-  }
+  AlignedVector<T>& params() { return params_; }
   const AlignedVector<T>& params() const { return params_; }
   AlignedVector<T>& grads() { return grads_; }
   void zero_grad();
@@ -196,7 +195,6 @@ class Bert {
   LayerNorm<T> emb_ln_;
   std::vector<EncoderLayer<T>> layers_;
   Linear<T> pooler_, classifier_;
-  std::shared_ptr<const EmbeddingTables<T>> tables_;  // shared by copies, which have the same weights
 };
 
 }  // namespace zibert
