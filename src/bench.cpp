@@ -229,9 +229,12 @@ BenchResult run_bench(const BenchOptions& o) {
     });
   }
   if (o.infer) {
-    // As classify runs a large input: the first layer's projections tabulated.
-    const auto tables = net.tabulate_embeddings();
+    // As classify predicts: the first layer's projections gathered from tables.
+    const auto tables = net.embedding_tables();
     auto plan = bucketed_batches(d.lengths, batch_size, nullptr);  // as classify sorts them
+    if (tables)
+      for (const std::vector<std::size_t>& members : plan)
+        for (std::size_t e : members) net.tabulate(*tables, d.seqs[e].data(), d.seqs[e].size());
     // As classify runs them: whole batches spread over the threads.
     const auto per_group = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
     std::vector<ModelCache<float>> caches;

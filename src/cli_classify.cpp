@@ -1,7 +1,6 @@
 // zibert classify: one prediction per input line, streamed in chunks, with
 // grep-like filtering (--filter, -c, -q, -n, -H/-h) and whole-file --document.
 #include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
@@ -36,20 +35,6 @@ std::string escape_tsv(const std::string& text) {
   return out;
 }
 
-// About how many tokens the inputs hold, for Predictor: the regular files'
-// bytes over 3 (a CJK character is 3 bytes of UTF-8); stdin and pipes count 0,
-// so a stream is answered without first building tables.
-std::int64_t expected_tokens(const std::vector<std::string>& inputs) {
-  std::int64_t bytes = 0;
-  for (const std::string& path : inputs) {
-    std::error_code ec;
-    if (path == "-" || !std::filesystem::is_regular_file(path, ec)) continue;
-    const auto size = std::filesystem::file_size(path, ec);
-    if (!ec) bytes += static_cast<std::int64_t>(size);
-  }
-  return bytes / 3;
-}
-
 double round4(float v) { return std::round(double(v) * 10000.0) / 10000.0; }
 
 void write_out(const std::string& text) {
@@ -60,8 +45,7 @@ void write_out(const std::string& text) {
 class Classify {
  public:
   Classify(const ClassifyCli& o, const Classifier& model)
-      : o_(o), model_(model), predictor_(model, o.threshold, expected_tokens(o.inputs)),
-        norm_(model.tokenizer.normalization()) {
+      : o_(o), model_(model), predictor_(model, o.threshold), norm_(model.tokenizer.normalization()) {
     norm_.replace_invalid = o.invalid == "replace";
     matching_ = o.filter || o.count || o.quiet;
     if (!o.label.empty()) {

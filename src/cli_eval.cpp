@@ -39,9 +39,7 @@ int run_eval(const EvalCli& o) {
     gold.push_back(model.label_id(ex.label));
     categories.push_back(ex.category);
   }
-  std::int64_t tokens = 0;
-  for (const auto& t : texts) tokens += static_cast<std::int64_t>(t.size()) + 2;
-  Predictor predictor(model, o.threshold, tokens);
+  Predictor predictor(model, o.threshold);
   std::vector<Prediction> preds = predictor.predict(texts);
   std::vector<std::int32_t> predicted;
   for (const Prediction& p : preds) predicted.push_back(p.label);

@@ -1,6 +1,8 @@
 #include "zibert/model.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "zibert/error.hpp"
 #include "zibert/gemm.hpp"
@@ -186,28 +188,77 @@ void Bert<T>::init_weights(std::uint64_t seed) {
   word_emb_.w().row(0).setZero();
 }
 
+namespace {
+
+// out[r] = A(e[r] − mean e[r]) for rows e[r] of `embedding` (C wide), with A =
+// Wqkv·diag(γ) (W x C). The mean is a plain sequential sum and the product
+// sums each row in one fixed order, so a row's value does not depend on which
+// other rows come along (Eigen's double product is run a row at a time).
 template <class T>
-std::shared_ptr<const EmbeddingTables<T>> Bert<T>::tabulate_embeddings(std::size_t max_bytes) const {
+void centred_projections(const MatMap<T>& embedding, const std::int32_t* rows, Index m, const MatR<T>& a,
+                         T* out) {
+  const Index c = embedding.cols(), width = a.rows();
+  MatR<T> centred(m, c);
+  for (Index r = 0; r < m; ++r) {
+    const T* e = embedding.data() + (rows ? rows[r] : r) * c;
+    T sum = 0;
+    for (Index j = 0; j < c; ++j) sum += e[j];
+    const T mean = sum / T(c);
+    for (Index j = 0; j < c; ++j) centred(r, j) = e[j] - mean;
+  }
+  if (std::is_same_v<T, float> && gemm_is_native()) {
+    matmul<T>(centred, false, a, true, MatMap<T>(out, m, width), false);
+    return;
+  }
+  for (Index r = 0; r < m; ++r)
+    matmul<T>(centred.row(r), false, a, true, MatMap<T>(out + r * width, 1, width), false);
+}
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<EmbeddingTables<T>> Bert<T>::embedding_tables(std::size_t max_bytes) const {
   const Linear<T>& qkv = layers_[0].attention.qkv;
-  const Index width = qkv.weight.rows;
-  const Index rows = config_.vocab_size + (config_.position ? config_.max_len : 0);
-  if (static_cast<std::size_t>(rows * width) * sizeof(T) > max_bytes) return nullptr;
-  auto tables = std::make_shared<EmbeddingTables<T>>();
+  const Index width = qkv.weight.rows, vocab = config_.vocab_size, positions = config_.position ? config_.max_len : 0;
+  if (static_cast<std::size_t>((vocab + positions) * width) * sizeof(T) > max_bytes) return nullptr;
+  auto tables = std::make_unique<EmbeddingTables<T>>();
   tables->weights = shared_ ? shared_ : params_.data();
   tables->width = width;
-  const MatR<T> a = qkv.weight.w() * emb_ln_.gamma.row().asDiagonal();  // (W, C): Wqkv·diag(γ)
-  auto tabulate = [&](const Param<T>& embedding, AlignedVector<T>& out) {
-    MatR<T> centred = embedding.w();
-    centred.colwise() -= centred.rowwise().mean();
-    out.resize(static_cast<std::size_t>(centred.rows() * width));
-    matmul<T>(centred, false, a, true, MatMap<T>(out.data(), centred.rows(), width), false);
-  };
-  tabulate(word_emb_, tables->word);
-  if (config_.position) tabulate(pos_emb_, tables->pos);
+  tables->word.reset(new T[static_cast<std::size_t>(vocab * width)]);  // filled row by row, as tokens come
+  tables->filled.assign(static_cast<std::size_t>(vocab), 0);
+  tables->pos.resize(static_cast<std::size_t>(positions * width));
+  if (positions > 0)
+    centred_projections<T>(pos_emb_.w(), nullptr, positions, qkv.weight.w() * emb_ln_.gamma.row().asDiagonal(),
+                           tables->pos.data());
   tables->bias.resize(static_cast<std::size_t>(width));
   Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(tables->bias.data(), width) =
       emb_ln_.beta.row() * qkv.weight.w().transpose() + qkv.bias.row();
+  const std::int32_t pad = kPadId;  // every padded batch has it
+  tabulate(*tables, &pad, 1);
   return tables;
+}
+
+template <class T>
+void Bert<T>::tabulate(EmbeddingTables<T>& tables, const std::int32_t* ids, std::size_t n) const {
+  if (tables.weights != (shared_ ? shared_ : params_.data())) throw Error("embedding tables of another model");
+  std::vector<std::int32_t> missing;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t id = ids[i];
+    if (id < 0 || id >= config_.vocab_size) throw Error("token id out of range");
+    if (!tables.filled[id]) missing.push_back(id);
+  }
+  if (missing.empty()) return;
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  const Linear<T>& qkv = layers_[0].attention.qkv;
+  const Index width = tables.width, m = static_cast<Index>(missing.size());
+  AlignedVector<T> rows(static_cast<std::size_t>(m * width));
+  centred_projections<T>(word_emb_.w(), missing.data(), m, qkv.weight.w() * emb_ln_.gamma.row().asDiagonal(),
+                         rows.data());
+  for (Index r = 0; r < m; ++r) {
+    std::copy_n(rows.data() + r * width, width, tables.word.get() + missing[r] * width);
+    tables.filled[missing[r]] = 1;
+  }
 }
 
 template <class T>
@@ -250,11 +301,12 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
   if (tables) {
     const Index width = tables->width;
     MatMap<T> proj = cache.layers[0].attn.qkv.view(n, width);
-    const CMatMap<T> word_tab(tables->word.data(), config_.vocab_size, width);
+    const CMatMap<T> word_tab(tables->word.get(), config_.vocab_size, width);
     const CMatMap<T> pos_tab(tables->pos.data(), config_.position ? config_.max_len : 0, width);
     const Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> bias(tables->bias.data(), width);
     const T* rstd = cache.emb_rstd.data.data();
     for (Index i = 0; i < n; ++i) {
+      if (!tables->filled[batch.ids[i]]) throw Error("embedding tables lack a row the batch needs (Bert::tabulate)");
       if (config_.position)
         proj.row(i) = ((word_tab.row(batch.ids[i]) + pos_tab.row(i % seq)).array() * rstd[i] + bias).matrix();
       else

@@ -18,11 +18,9 @@ struct Window {
 };
 }  // namespace
 
-Predictor::Predictor(const Classifier& model, double threshold, std::int64_t expected_tokens)
+Predictor::Predictor(const Classifier& model, double threshold, bool tables)
     : model_(model), threshold_(threshold), positive_(model.positive_id()) {
-  const ModelConfig& c = model.config;
-  if (expected_tokens >= kTabulateFactor * (c.vocab_size + (c.position ? c.max_len : 0)))
-    tables_ = model.net.tabulate_embeddings();
+  if (tables) tables_ = model.net.embedding_tables();
 }
 
 std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_t>>& texts) {
@@ -42,6 +40,8 @@ std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_
   for (const Window& w : windows) lengths.push_back(static_cast<std::int64_t>(w.ids.size()));
   std::vector<std::vector<std::size_t>> batches = bucketed_batches(lengths, kBatchWindows, nullptr);
 
+  if (tables_)
+    for (const Window& w : windows) model_.net.tabulate(*tables_, w.ids.data(), w.ids.size());
   std::vector<Batch> packed;
   for (const std::vector<std::size_t>& members : batches) {
     std::vector<const std::vector<std::int32_t>*> seqs;

@@ -213,8 +213,18 @@ void check_tabulated(ModelConfig cfg, double tolerance) {
     for (std::size_t i = 0; i < t.size; ++i) net.params()[t.offset + i] = T(0.5 + 0.25 * double(i % 5));
   }
   const MatR<T> direct = inference_hidden<T>(net, nullptr);
-  const auto tables = net.tabulate_embeddings();
+  const auto tables = net.embedding_tables();
   REQUIRE(tables);
+  // A row the batch needs that was not filled is an error, not garbage.
+  const std::vector<std::int32_t> ids = tiny_batch().ids;
+  CHECK_THROWS_WITH(inference_hidden(net, tables.get()), Catch::Contains("lack a row"));
+  // Rows filled one at a time and all at once are the same, bit for bit.
+  const auto one_by_one = net.embedding_tables();
+  for (std::int32_t id : ids) net.tabulate(*one_by_one, &id, 1);
+  net.tabulate(*tables, ids.data(), ids.size());
+  const Index width = tables->width;
+  for (std::int32_t id : ids)
+    for (Index j = 0; j < width; ++j) CHECK(tables->word[id * width + j] == one_by_one->word[id * width + j]);
   const MatR<T> gathered = inference_hidden(net, tables.get());
   // Every layer's output, [PAD] rows included, equal up to rounding.
   CHECK((gathered - direct).cwiseAbs().maxCoeff() < tolerance);
@@ -243,8 +253,8 @@ TEST_CASE("tabulated first-layer projections give the inference pass of the mult
   SECTION("too large to tabulate") {
     Bert<float> net(cfg, false);
     const std::size_t bytes = (12 + 8) * 24 * sizeof(float);  // (vocab + positions) x 3C
-    CHECK_FALSE(net.tabulate_embeddings(bytes - 1));
-    CHECK(net.tabulate_embeddings(bytes));
+    CHECK_FALSE(net.embedding_tables(bytes - 1));
+    CHECK(net.embedding_tables(bytes));
   }
 }
 

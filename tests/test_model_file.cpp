@@ -47,22 +47,23 @@ TEST_CASE("save and load give identical weights and predictions", "[model_file]"
   CHECK(encode_model(back) == encode_model(model));  // bytes are deterministic
 }
 
-TEST_CASE("a predictor expecting many tokens gathers the first projections from tables", "[model_file][predictor]") {
+TEST_CASE("a predictor gathers the first projections from tables, whatever came before", "[model_file][predictor]") {
   Classifier model = tiny_classifier(7);
   for (float& w : model.net.params()) w *= 25.0f;  // weights with std 0.5: predictions far from uniform
-  const std::int64_t rows = model.config.vocab_size + model.config.max_len;
-  Predictor plain(model), small(model, 0.5, Predictor::kTabulateFactor * rows - 1),
-      large(model, 0.5, Predictor::kTabulateFactor * rows);
-  CHECK_FALSE(plain.tabulated());
-  CHECK_FALSE(small.tabulated());
-  REQUIRE(large.tabulated());
   std::vector<std::vector<char32_t>> texts;
   for (const char* t : {"他们点了一坛佛跳墙", "佛 跳 墙", "今天天气很好", ""}) texts.push_back(normalize(t, Normalization{}));
-  const std::vector<Prediction> a = plain.predict(texts), b = large.predict(texts);
+  Predictor plain(model, 0.5, /*tables=*/false), tabulated(model);
+  CHECK_FALSE(plain.tabulated());
+  REQUIRE(tabulated.tabulated());
+  const std::vector<Prediction> a = plain.predict(texts), b = tabulated.predict(texts);
   for (std::size_t i = 0; i < texts.size(); ++i) {
     CHECK(a[i].label == b[i].label);
     for (std::size_t c = 0; c < a[i].probs.size(); ++c) CHECK(b[i].probs[c] == Approx(a[i].probs[c]).margin(1e-6));
   }
+  // The tables fill as tokens first appear; a text predicted after others,
+  // or by a fresh predictor, gets the same bits.
+  Predictor fresh(model);
+  for (std::size_t i = texts.size(); i-- > 0;) CHECK(fresh.predict({texts[i]})[0].probs == b[i].probs);
 }
 
 TEST_CASE("the file is safetensors with Hugging Face names", "[model_file]") {

@@ -111,19 +111,22 @@ struct EncoderLayer {
 };
 
 // The first layer's query, key and value projections of the embedding
-// LayerNorm's output, tabulated (Bert::tabulate_embeddings). LayerNorm
-// centres and scales each row: with x = w + p (word and position embedding),
-// y = γ⊙(x − mean x)·r + β, r = 1/sqrt(var x + ε), so with A = Wqkv·diag(γ)
+// LayerNorm's output, tabulated. LayerNorm centres and scales each row: with
+// x = w + p (word and position embedding), y = γ⊙(x − mean x)·r + β,
+// r = 1/sqrt(var x + ε), so with A = Wqkv·diag(γ)
 //   Wqkv y + b = r · (A(w − mean w) + A(p − mean p)) + (Wqkv β + b),
-// as mean x = mean w + mean p. The two products are the same for every text
-// and are computed once per vocabulary entry and position.
+// as mean x = mean w + mean p. The two products are the same for every text:
+// A(p − mean p) is computed for every position up front, A(w − mean w) for a
+// vocabulary entry the first time it is needed (Bert::tabulate), and an
+// inference pass gathers them per token instead of multiplying out.
 template <class T>
 struct EmbeddingTables {
-  const T* weights = nullptr;  // the parameters they were computed from
-  Index width = 0;        // W: 3C, or 2C with tied projections
-  AlignedVector<T> word;  // (vocab, W): A(w − mean w) of each vocabulary entry
-  AlignedVector<T> pos;   // (max_len, W): A(p − mean p) of each position; empty without positions
-  AlignedVector<T> bias;  // (W): Wqkv β + b
+  const T* weights = nullptr;         // the parameters they are computed from
+  Index width = 0;                    // W: 3C, or 2C with tied projections
+  std::unique_ptr<T[]> word;          // (vocab, W): A(w − mean w), row v valid once filled[v]
+  std::vector<std::uint8_t> filled;   // (vocab)
+  AlignedVector<T> pos;               // (max_len, W): A(p − mean p); empty without positions
+  AlignedVector<T> bias;              // (W): Wqkv β + b
 };
 
 template <class T>
@@ -166,12 +169,16 @@ class Bert {
   CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache, const EmbeddingTables<T>* tables = nullptr) const;
   static constexpr Index kPredictRows = 512;
 
-  // The first layer's projections of every vocabulary entry and position
-  // (EmbeddingTables) for the weights as they are now, which inference
-  // passes can then gather per token instead of multiplying out, equal up to
-  // rounding; nullptr when they would take more than max_bytes. They cost
-  // (vocab + max_len)·C·W multiply-adds and save C·W per token predicted.
-  std::shared_ptr<const EmbeddingTables<T>> tabulate_embeddings(std::size_t max_bytes = kMaxTableBytes) const;
+  // EmbeddingTables for the weights as they are now, with the positions'
+  // rows and of the vocabulary only [PAD]'s; nullptr when all their rows would
+  // take more than max_bytes. Inference passes given them gather the first
+  // layer's projections (equal to multiplying out up to rounding).
+  std::unique_ptr<EmbeddingTables<T>> embedding_tables(std::size_t max_bytes = kMaxTableBytes) const;
+  // Fills the rows of the vocabulary entries among ids[0, n) that tables
+  // lacks (C·W multiply-adds each, as much as one token's projection). A
+  // row gets the same value whenever, and with whichever others, it is
+  // computed, so what a text is predicted does not depend on what came before.
+  void tabulate(EmbeddingTables<T>& tables, const std::int32_t* ids, std::size_t n) const;
   static constexpr std::size_t kMaxTableBytes = std::size_t(256) << 20;
 
   const ModelConfig& config() const { return config_; }

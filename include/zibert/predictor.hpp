@@ -21,24 +21,21 @@ struct Prediction {
 class Predictor {
  public:
   // threshold: P(positive) needed for the positive label of a binary model.
-  // expected_tokens: about how many tokens this predictor will see. From
-  // kTabulateFactor times the rows of the model's EmbeddingTables on (their
-  // cost is that of the first layer's projections of as many tokens), they
-  // are built here and every prediction gathers from them; otherwise (or
-  // when they would be too large) the projections are multiplied out. The
-  // results agree up to rounding, and one predictor treats every text alike.
-  explicit Predictor(const Classifier& model, double threshold = 0.5, std::int64_t expected_tokens = 0);
+  // tables: gather the first layer's projections from EmbeddingTables,
+  // filled as tokens first appear (unless the model's would exceed
+  // Bert::kMaxTableBytes); false multiplies them out. The two agree up to
+  // rounding; either way a text's prediction does not depend on the others.
+  explicit Predictor(const Classifier& model, double threshold = 0.5, bool tables = true);
   // texts are normalised characters (see normalize()).
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
   bool binary() const { return positive_ >= 0 && model_.labels.size() == 2; }
   bool tabulated() const { return tables_ != nullptr; }
-  static constexpr std::int64_t kTabulateFactor = 2;
 
  private:
   const Classifier& model_;
   double threshold_;
   std::int32_t positive_;
-  std::shared_ptr<const EmbeddingTables<float>> tables_;
+  std::unique_ptr<EmbeddingTables<float>> tables_;
   std::vector<ModelCache<float>> caches_;  // one per thread
 };
 
