@@ -312,7 +312,8 @@ std::string bench_table(const BenchResult& r) {
   if (r.ceiling_gemm_gflops > 0) out << "zibert's gemm " << fixed(r.ceiling_gemm_gflops, 1) << ", ";
   out << "Eigen " << fixed(r.ceiling_eigen_gflops, 1) << ")\n";
   out << "GFLOP/s counts the matrix and attention products computed on real tokens (training = 3 x forward;\n"
-         "the last layer computes [CLS]'s row only, and folds its keys and values away when predicting)\n";
+         "the last layer computes [CLS]'s row only; predicting, it folds its keys and values away, and the\n"
+         "first layer's Q/K/V rows come from tables of the embeddings)\n";
   return out.str();
 }
 
