@@ -129,8 +129,7 @@ template <class T>
 Param<T> Bert<T>::param(const std::string& name) {
   const TensorInfo& t = tensor(name);
   Index rows = t.shape[0], cols = t.shape.size() == 2 ? t.shape[1] : 1;
-  T* values = shared_ ? const_cast<T*>(shared_) : params_.data();
-  return Param<T>{values + t.offset, grads_.empty() ? nullptr : grads_.data() + t.offset, rows, cols};
+  return Param<T>{const_cast<T*>(values()) + t.offset, grads_.empty() ? nullptr : grads_.data() + t.offset, rows, cols};
 }
 
 template <class T>
@@ -222,14 +221,14 @@ std::unique_ptr<EmbeddingTables<T>> Bert<T>::embedding_tables(std::size_t max_by
   const Index width = qkv.weight.rows, vocab = config_.vocab_size, positions = config_.position ? config_.max_len : 0;
   if (static_cast<std::size_t>((vocab + positions) * width) * sizeof(T) > max_bytes) return nullptr;
   auto tables = std::make_unique<EmbeddingTables<T>>();
-  tables->weights = shared_ ? shared_ : params_.data();
+  tables->weights = values();
   tables->width = width;
+  tables->a = qkv.weight.w() * emb_ln_.gamma.row().asDiagonal();
   tables->word.reset(new T[static_cast<std::size_t>(vocab * width)]);  // filled row by row, as tokens come
   tables->filled.assign(static_cast<std::size_t>(vocab), 0);
   tables->pos.resize(static_cast<std::size_t>(positions * width));
   if (positions > 0)
-    centred_projections<T>(pos_emb_.w(), nullptr, positions, qkv.weight.w() * emb_ln_.gamma.row().asDiagonal(),
-                           tables->pos.data());
+    centred_projections<T>(pos_emb_.w(), nullptr, positions, tables->a, tables->pos.data());
   tables->bias.resize(static_cast<std::size_t>(width));
   Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(tables->bias.data(), width) =
       emb_ln_.beta.row() * qkv.weight.w().transpose() + qkv.bias.row();
@@ -239,8 +238,13 @@ std::unique_ptr<EmbeddingTables<T>> Bert<T>::embedding_tables(std::size_t max_by
 }
 
 template <class T>
+void Bert<T>::check_tables(const EmbeddingTables<T>& tables) const {
+  if (tables.weights != values()) throw Error("embedding tables of another model");
+}
+
+template <class T>
 void Bert<T>::tabulate(EmbeddingTables<T>& tables, const std::int32_t* ids, std::size_t n) const {
-  if (tables.weights != (shared_ ? shared_ : params_.data())) throw Error("embedding tables of another model");
+  check_tables(tables);
   std::vector<std::int32_t> missing;
   for (std::size_t i = 0; i < n; ++i) {
     const std::int32_t id = ids[i];
@@ -250,11 +254,9 @@ void Bert<T>::tabulate(EmbeddingTables<T>& tables, const std::int32_t* ids, std:
   if (missing.empty()) return;
   std::sort(missing.begin(), missing.end());
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
-  const Linear<T>& qkv = layers_[0].attention.qkv;
   const Index width = tables.width, m = static_cast<Index>(missing.size());
   AlignedVector<T> rows(static_cast<std::size_t>(m * width));
-  centred_projections<T>(word_emb_.w(), missing.data(), m, qkv.weight.w() * emb_ln_.gamma.row().asDiagonal(),
-                         rows.data());
+  centred_projections<T>(word_emb_.w(), missing.data(), m, tables.a, rows.data());
   for (Index r = 0; r < m; ++r) {
     std::copy_n(rows.data() + r * width, width, tables.word.get() + missing[r] * width);
     tables.filled[missing[r]] = 1;
@@ -295,8 +297,7 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* r
   const bool cls_only = !config_.tie_qk && !cache.all_rows;
   // Inference with tables gathers the first layer's projections (unless
   // that layer is a folded [CLS] layer, which projects no keys or values).
-  if (given && given->weights != (shared_ ? shared_ : params_.data()))
-    throw Error("embedding tables of another model");
+  if (given) check_tables(*given);
   const EmbeddingTables<T>* tables = inference && !drop && !(cls_only && n_layers == 1) ? given : nullptr;
   if (tables) {
     const Index width = tables->width;

@@ -127,6 +127,7 @@ struct EmbeddingTables {
   std::vector<std::uint8_t> filled;   // (vocab)
   AlignedVector<T> pos;               // (max_len, W): A(p − mean p); empty without positions
   AlignedVector<T> bias;              // (W): Wqkv β + b
+  MatR<T> a;                          // (W, C): A, for the rows still to come
 };
 
 template <class T>
@@ -192,6 +193,8 @@ class Bert {
  private:
   void bind();
   Param<T> param(const std::string& name);
+  const T* values() const { return shared_ ? shared_ : params_.data(); }  // the parameters read
+  void check_tables(const EmbeddingTables<T>& tables) const;
 
   ModelConfig config_;
   std::vector<TensorInfo> layout_;
