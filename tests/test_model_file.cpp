@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "zibert/gemm.hpp"
 #include "zibert/predictor.hpp"
 #include "zibert/safetensors.hpp"
 
@@ -61,9 +62,16 @@ TEST_CASE("a predictor gathers the first projections from tables, whatever came 
     for (std::size_t c = 0; c < a[i].probs.size(); ++c) CHECK(b[i].probs[c] == Approx(a[i].probs[c]).margin(1e-6));
   }
   // The tables fill as tokens first appear; a text predicted after others,
-  // or by a fresh predictor, gets the same bits.
+  // alone, by a fresh predictor, gets the same bits with the native product
+  // (Eigen's sums a row in an order that depends on the batch's size).
   Predictor fresh(model);
-  for (std::size_t i = texts.size(); i-- > 0;) CHECK(fresh.predict({texts[i]})[0].probs == b[i].probs);
+  for (std::size_t i = texts.size(); i-- > 0;) {
+    const std::vector<float> alone = fresh.predict({texts[i]})[0].probs;
+    if (gemm_is_native())
+      CHECK(alone == b[i].probs);
+    else
+      for (std::size_t c = 0; c < alone.size(); ++c) CHECK(alone[c] == Approx(b[i].probs[c]).margin(1e-6));
+  }
 }
 
 TEST_CASE("the file is safetensors with Hugging Face names", "[model_file]") {
