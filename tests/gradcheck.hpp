@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "zibert/random.hpp"
+#include "zibert/base/random.hpp"
 
 namespace zibert::test {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "zibert/model_file.hpp"
+#include "zibert/model/model_file.hpp"
 
 namespace zibert::test {
 

@@ -3,8 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
-#include "zibert/gemm.hpp"
-#include "zibert/bench.hpp"
+#include "zibert/nn/gemm.hpp"
+#include "zibert/report/bench.hpp"
 
 using namespace zibert;
 using namespace zibert::test;

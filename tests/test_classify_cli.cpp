@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "helpers.hpp"
-#include "zibert/safetensors.hpp"
+#include "zibert/model/safetensors.hpp"
 
 using namespace zibert;
 using namespace zibert::test;

@@ -2,8 +2,9 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
-#include "zibert/batching.hpp"
-#include "zibert/dataset.hpp"
+#include "zibert/model/batch.hpp"
+#include "zibert/text/vocab.hpp"
+#include "zibert/text/dataset.hpp"
 
 using namespace zibert;
 

@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
-#include "zibert/batching.hpp"
-#include "zibert/explain.hpp"
-#include "zibert/plot.hpp"
+#include "zibert/model/batch.hpp"
+#include "zibert/report/explain.hpp"
+#include "zibert/report/plot.hpp"
 
 using namespace zibert;
 using namespace zibert::test;

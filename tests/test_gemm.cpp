@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "gradcheck.hpp"
-#include "zibert/gemm.hpp"
+#include "zibert/nn/gemm.hpp"
 
 using namespace zibert;
 using MF = MatR<float>;

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "gradcheck.hpp"
-#include "zibert/attention.hpp"
-#include "zibert/gemm.hpp"
-#include "zibert/layers.hpp"
+#include "zibert/nn/attention.hpp"
+#include "zibert/nn/gemm.hpp"
+#include "zibert/nn/layers.hpp"
 
 using namespace zibert;
 using namespace zibert::test;

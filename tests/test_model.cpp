@@ -2,11 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include "gradcheck.hpp"
-#include "zibert/batching.hpp"
-#include "zibert/gemm.hpp"
-#include "zibert/model.hpp"
-#include "zibert/optimizer.hpp"
-#include "zibert/parallel.hpp"
+#include "zibert/model/batch.hpp"
+#include "zibert/nn/gemm.hpp"
+#include "zibert/model/bert.hpp"
+#include "zibert/train/optimizer.hpp"
+#include "zibert/train/data_parallel.hpp"
 
 using namespace zibert;
 using namespace zibert::test;

@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
-#include "zibert/gemm.hpp"
-#include "zibert/predictor.hpp"
-#include "zibert/safetensors.hpp"
+#include "zibert/nn/gemm.hpp"
+#include "zibert/infer/predictor.hpp"
+#include "zibert/model/safetensors.hpp"
 
 using namespace zibert;
 using namespace zibert::test;

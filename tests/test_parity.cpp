@@ -5,8 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "zibert/model.hpp"
-#include "zibert/optimizer.hpp"
+#include "zibert/model/bert.hpp"
+#include "zibert/train/optimizer.hpp"
 
 using namespace zibert;
 

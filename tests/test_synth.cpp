@@ -3,8 +3,8 @@
 #include <set>
 
 #include "helpers.hpp"
-#include "zibert/synth.hpp"
-#include "zibert/tokenizer.hpp"
+#include "zibert/text/synth.hpp"
+#include "zibert/text/tokenizer.hpp"
 
 using namespace zibert;
 using namespace zibert::test;

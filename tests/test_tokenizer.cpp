@@ -1,7 +1,7 @@
 // Tokenizer (DESIGN §4): NFKC, case folding, whitespace, invalid UTF-8, vocab.
 #include <catch2/catch.hpp>
 
-#include "zibert/tokenizer.hpp"
+#include "zibert/text/tokenizer.hpp"
 
 using namespace zibert;
 

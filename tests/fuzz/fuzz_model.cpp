@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "zibert/error.hpp"
-#include "zibert/model_file.hpp"
+#include "zibert/base/error.hpp"
+#include "zibert/model/model_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -3,8 +3,8 @@
 #include <string_view>
 #include <vector>
 
-#include "zibert/error.hpp"
-#include "zibert/safetensors.hpp"
+#include "zibert/base/error.hpp"
+#include "zibert/model/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -5,8 +5,8 @@
 #include <sstream>
 #include <string>
 
-#include "zibert/dataset.hpp"
-#include "zibert/error.hpp"
+#include "zibert/text/dataset.hpp"
+#include "zibert/base/error.hpp"
 
 inline int fuzz_reader(const char* first_line, const std::uint8_t* data, std::size_t size) {
   std::string text = first_line;

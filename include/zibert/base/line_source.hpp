@@ -1,0 +1,35 @@
+// Lines from a file or stdin, read in blocks straight from the descriptor so
+// that the caller can tell when no more input is waiting (tail -f | zibert).
+#pragma once
+#include <string>
+
+namespace zibert {
+
+class LineSource {
+ public:
+  static LineSource open(const std::string& path);  // throws Error: missing, directory, unreadable
+  static LineSource stdin_source();
+  LineSource(LineSource&& other) noexcept;
+  LineSource& operator=(LineSource&&) = delete;
+  ~LineSource();
+
+  // The next line without its "\n" (and "\r"); a UTF-8 BOM at the start of the
+  // input is dropped; a last line without a newline counts. False at the end.
+  bool next(std::string& line);
+  // True when next() would return without waiting for more input.
+  bool ready();
+  const std::string& name() const { return name_; }
+
+ private:
+  LineSource(int fd, std::string name, bool owned) : fd_(fd), name_(std::move(name)), owned_(owned) {}
+  bool fill();  // reads one block; false at end of input
+
+  int fd_;
+  std::string name_;
+  bool owned_;
+  std::string buf_;
+  std::size_t pos_ = 0;
+  bool eof_ = false, started_ = false;
+};
+
+}  // namespace zibert

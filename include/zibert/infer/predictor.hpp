@@ -1,0 +1,42 @@
+// Inference on texts of any length: each text is cut into overlapping windows
+// of the model's width; a binary model takes the highest P(positive) over the
+// windows (a mention anywhere counts), others average the windows.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "zibert/model/classifier.hpp"
+
+namespace zibert {
+
+struct Prediction {
+  std::int32_t label = 0;
+  float prob = 0;               // probability of the predicted label
+  std::vector<float> probs;     // one per label
+  std::int64_t offset = 0;      // character offset of the deciding window
+};
+
+// The model's weights must not change while a Predictor uses it.
+class Predictor {
+ public:
+  // threshold: P(positive) needed for the positive label of a binary model.
+  // tables: gather the first layer's projections from EmbeddingTables,
+  // filled as tokens first appear (unless the model's would exceed
+  // Bert::kMaxTableBytes); false multiplies them out. The two agree up to
+  // rounding; either way a text's prediction does not depend on the others.
+  explicit Predictor(const Classifier& model, double threshold = 0.5, bool tables = true);
+  // texts are normalised characters (see normalize()).
+  std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
+  bool binary() const { return positive_ >= 0 && model_.labels.size() == 2; }
+  bool tabulated() const { return tables_ != nullptr; }
+
+ private:
+  const Classifier& model_;
+  double threshold_;
+  std::int32_t positive_;
+  std::unique_ptr<EmbeddingTables<float>> tables_;
+  std::vector<ModelCache<float>> caches_;  // one per thread
+};
+
+}  // namespace zibert

@@ -1,0 +1,52 @@
+// From texts to padded batches: [CLS] text [SEP], windows over long texts, and
+// length-bucketed batch plans that keep padding small.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "zibert/nn/tensor.hpp"
+
+namespace zibert {
+
+// A padded batch of token ids, [PAD] = 0 after each sequence's end.
+struct Batch {
+  Index size = 0;                    // B
+  Index seq = 0;                     // T
+  std::vector<std::int32_t> ids;     // (B*T)
+  std::vector<std::int32_t> labels;  // (B), may be empty for inference
+  Index first = 0;                   // position of this batch's first example in a larger batch it is part of
+  // Sequences [from, from + count) as a batch of their own (their labels, if
+  // any and with_labels; first counts from the whole), for splitting over
+  // threads or groups.
+  Batch part(Index from, Index count, bool with_labels = true) const;
+};
+
+// [CLS] ids [SEP], with ids cut to max_len − 2.
+std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len);
+
+// Overlapping windows covering a text of `length` characters: each at most
+// `width` long, consecutive ones overlapping by half. Returns start offsets.
+std::vector<std::int64_t> window_starts(std::int64_t length, std::int64_t width);
+
+// Packs sequences (already with specials) into one batch padded with [PAD].
+Batch pack_batch(const std::vector<const std::vector<std::int32_t>*>& seqs, const std::vector<std::int32_t>& labels);
+
+// Labelled sequences ready for batching, as training and bench hold them.
+struct SequenceSet {
+  std::vector<std::vector<std::int32_t>> seqs;  // [CLS] text [SEP], cut to max_len
+  std::vector<std::int32_t> labels;
+  std::vector<std::int64_t> lengths;            // of seqs, specials included
+  std::int64_t truncated = 0;                   // texts that were cut
+  void add(const std::vector<std::int32_t>& ids, std::int32_t label, std::int64_t max_len);
+};
+
+// The batch of these members; without labels when labelled is false.
+Batch batch_of(const SequenceSet& set, const std::vector<std::size_t>& members, bool labelled = true);
+
+// Splits items into batches of at most batch_size whose members have similar
+// lengths. With a seed, items are shuffled, sorted by length inside pools of
+// 50 batches, and the batch order shuffled; without, items are sorted by length.
+std::vector<std::vector<std::size_t>> bucketed_batches(const std::vector<std::int64_t>& lengths,
+                                                       std::size_t batch_size, const std::uint64_t* seed);
+
+}  // namespace zibert

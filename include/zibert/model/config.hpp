@@ -1,0 +1,45 @@
+// A model's shape (DESIGN §3) and the parameter tensors it implies, named as
+// Hugging Face names them, with the one JSON form the model file stores.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace zibert {
+
+struct ModelConfig {
+  std::int64_t vocab_size = 0;
+  std::int64_t max_len = 128;  // positions, including [CLS] and [SEP]
+  std::int64_t dim = 64;       // C
+  std::int64_t heads = 4;      // H
+  std::int64_t ffn = 256;      // F
+  std::int64_t layers = 2;     // L
+  std::int64_t labels = 2;     // K
+  double dropout = 0.1;
+  double layer_norm_eps = 1e-12;
+  // Ablations for the experiments of DESIGN §0; the defaults are BERT.
+  bool tie_qk = false;    // one projection for queries and keys (no key.weight/key.bias)
+  bool position = true;   // learned position embeddings
+  void validate() const;  // throws Error on an impossible shape
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::size_t offset = 0;  // in elements, into the flat buffer
+  std::size_t size = 0;    // number of elements
+  bool decay = false;      // AdamW weight decay applies (matrices only)
+};
+
+// Every parameter of a model with this config, in buffer order.
+std::vector<TensorInfo> parameter_layout(const ModelConfig& config);
+
+// The config as the model file stores it, and back (a missing tie_qk or
+// position_embeddings reads as BERT's default). Throws nlohmann's errors on a
+// missing or mistyped field; validate() checks the values.
+nlohmann::json config_to_json(const ModelConfig& config);
+ModelConfig config_from_json(const nlohmann::json& j);
+
+}  // namespace zibert

@@ -1,0 +1,72 @@
+// Multi-head self-attention with a key-padding mask: [CLS] and every character
+// query the others, softmax weighs the answers, the weighted values aggregate.
+#pragma once
+#include <cstdint>
+
+#include "zibert/nn/layers.hpp"
+
+namespace zibert {
+
+template <class T>
+struct AttentionCache {
+  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each ((B*T, 2C) q | v when tied;
+                    // forward_cls's k | v; forward_cls_folded's (2*B*H, C))
+  Buffer<T> probs;  // (B*H*T, T): softmax weights, row (b*H+h)*T+i is query i of head h
+                    // (see forward's keep_probs)
+  Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side
+  Buffer<T> row_sums;  // (threads, T): softmax sums of each query row when the weights are not kept
+  Buffer<T> dqkv;   // (B*T, 3C or 2C) backward scratch
+  Buffer<T> dctx;   // (B*T, C) backward scratch
+  Buffer<T> dprobs; // (threads*T, T) backward scratch, one (T,T) block per thread
+  Buffer<T> key_bias_grad;  // (1, C) saved across the qkv backward
+  // [CLS]-only queries (forward_cls): the qkv buffer holds k | v, these the rest
+  Buffer<T> xcls;   // (B, C) the [CLS] rows of x
+  Buffer<T> qcls;   // (B, C) their queries
+  Buffer<T> dqcls;  // (B, C) backward scratch
+  Buffer<T> dxcls;  // (B, C) backward scratch
+};
+
+template <class T>
+struct SelfAttention {
+  Linear<T> qkv;     // weight (3C, C): query, key and value projections stacked;
+                     // (2C, C) query and value when tied (keys are the queries)
+  Linear<T> output;  // weight (C, C)
+  Index heads = 1;
+  bool tied = false;
+
+  // x (B*T, C) → y (B*T, C). key_valid (B*T): 0 marks a [PAD] key that gets
+  // zero weight. Fills cache.qkv, cache.probs, cache.ctx. Without keep_probs
+  // (inference) cache.probs holds one (T, T) block per thread, reused for
+  // every (sequence, head), so it stays in L1, its rows unnormalised (each
+  // query's values are divided by its sum after the product, equal to
+  // rounding); backward then cannot run. projected: cache.qkv already holds
+  // x's (B*T, 3C) projections (gathered from EmbeddingTables).
+  void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
+               Ref<T> y, bool keep_probs = true, bool projected = false) const;
+  // Differentiates y = concat_h(softmax(q_h k_hᵀ/√D + mask) v_h) Woᵀ + bo and
+  // q|k|v = x Wqkvᵀ + bqkv. Writes dx; accumulates parameter gradients.
+  void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
+                Ref<T> dx) const;
+
+  // The same with only each sequence's first token ([CLS]) as query, which is
+  // all a classifier's last layer needs: keys and values still come from
+  // every row of x (B*T, C), y is (B, C). cache.probs is then (B*H, T).
+  // Not for tied projections.
+  void forward_cls(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
+                   Ref<T> y) const;
+  // forward_cls's y without keys or values, for inference: [CLS]'s score
+  // against key t is q_h·(x_t Wk_hᵀ + bk_h) = (q_h Wk_h)·x_t plus a term that
+  // is the same for every t (softmax ignores it), and its weighted values are
+  // Σ_t p_t (x_t Wv_hᵀ + bv_h) = (Σ_t p_t x_t) Wv_hᵀ + bv_h since Σ_t p_t = 1.
+  // Per sequence that is about 2·H·T·C + 2·C² multiply-adds instead of
+  // 2·T·C². Equal to forward_cls's y up to rounding (the sums run in another
+  // order); cache.qkv then holds the folded queries and weighted inputs, and
+  // nothing is kept for backward.
+  void forward_cls_folded(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
+                          AttentionCache<T>& cache, Ref<T> y) const;
+  // dy (B, C) → dx (B*T, C); accumulates parameter gradients.
+  void backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
+                    Ref<T> dx) const;
+};
+
+}  // namespace zibert

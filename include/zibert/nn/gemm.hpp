@@ -1,0 +1,79 @@
+// Single-precision matrix products for the model's products (the Linear layers
+// and attention products). On CPUs with AVX-512 a packed, cache-blocked
+// kernel of 14 x 32 tiles keeps 28 of the 32 vector registers accumulating,
+// where Eigen 3.4's float kernel (48 x 4 tiles) keeps 12; elsewhere it falls
+// back to Eigen.
+//
+// With the AVX-512 kernel every element of C is summed in the same order (k
+// ascending, in blocks of 256) whatever the thread count or which rows of A
+// come along, so splitting a product by rows gives bit-identical rows.
+#pragma once
+#include <omp.h>
+
+#include <type_traits>
+
+#include "zibert/nn/tensor.hpp"
+
+namespace zibert {
+
+// One operand of a product: element (i, j) of the logical matrix sits at
+// data[i * ld + j], or at data[j * ld + i] when transposed.
+struct GemmOperand {
+  const float* data;
+  Index ld;
+  bool transposed = false;
+};
+
+// C (m x n, row-major, leading dimension ldc) = A (m x k) B (k x n), or
+// C += A B when accumulate, or C = bias + A B (bias, n floats, added to every
+// row) when a bias is given and not accumulate. threads > 1 splits C's rows
+// across OpenMP threads (only when not already inside a parallel region).
+void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
+          const float* bias = nullptr, int threads = 1);
+
+// The smallest row stride >= cols at which gemm reads a row-major A in place
+// instead of packing it (cols itself when there is none), for scratch
+// matrices whose stride is free to choose.
+Index gemm_in_place_ld(Index cols);
+
+// True when gemm uses its own AVX-512 kernel rather than Eigen's product.
+bool gemm_is_native();
+
+// Eigen-typed convenience: c (=|+=) a · b, with a and b optionally transposed.
+void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<float> c, bool accumulate,
+          const float* bias = nullptr, int threads = 1);
+
+// c (=|+=) op(a) · op(b), op transposing when asked, or c = bias + op(a) · op(b)
+// with a bias row (n values), by Eigen's product: the double path, and the
+// float one where AVX-512 is missing.
+template <class T>
+void eigen_matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
+                  const T* bias = nullptr) {
+  if (bias && !accumulate) {
+    c.rowwise() = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, c.cols());
+    accumulate = true;
+  }
+  auto assign = [&](const auto& product) {
+    if (accumulate)
+      c.noalias() += product;
+    else
+      c.noalias() = product;
+  };
+  if (ta && tb) assign(a.transpose() * b.transpose());
+  else if (ta) assign(a.transpose() * b);
+  else if (tb) assign(a * b.transpose());
+  else assign(a * b);
+}
+
+// The same, by gemm for float (split over the OpenMP threads when called
+// outside a parallel region) and by Eigen for double.
+template <class T>
+void matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
+            const T* bias = nullptr) {
+  if constexpr (std::is_same_v<T, float>)
+    gemm(a, ta, b, tb, c, accumulate, bias, omp_get_max_threads());
+  else
+    eigen_matmul<T>(a, ta, b, tb, c, accumulate, bias);
+}
+
+}  // namespace zibert

@@ -1,0 +1,68 @@
+// The building blocks of the encoder. Each layer is a plain struct of parameter
+// views; forward is const and fills its outputs/cache; backward accumulates (+=)
+// into parameter gradients and writes the input gradient.
+#pragma once
+#include <cstdint>
+
+#include "zibert/nn/tensor.hpp"
+
+namespace zibert {
+
+// y = x Wᵀ + b.  W (out, in), b (out).
+template <class T>
+struct Linear {
+  Param<T> weight;  // (out, in)
+  Param<T> bias;    // (out, 1)
+  void forward(const CRef<T>& x /*(N,in)*/, Ref<T> y /*(N,out)*/) const;
+  // Differentiates y = x Wᵀ + b: dW += dyᵀ x, db += Σ_rows dy, dx = dy W
+  // (dx += dy W when accumulate). Pass dx == nullptr to skip it.
+  void backward(const CRef<T>& x, const CRef<T>& dy, Ref<T>* dx, bool accumulate = false) const;
+};
+
+// y = (x − mean) / sqrt(var + eps) · γ + β over each row.
+template <class T>
+struct LayerNorm {
+  Param<T> gamma;  // (C, 1)
+  Param<T> beta;   // (C, 1)
+  T eps = T(1e-12);
+  // xhat (N,C) and rstd (N,1) are the cache backward needs.
+  void forward(const CRef<T>& x, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const;
+  // y = LayerNorm(x + a), keeping nothing for backward (inference): each row
+  // summed, normalised and scaled while it is in L1, instead of three passes
+  // over the matrix (the sum, xhat, y). The same operations in the same order
+  // as forward on x + a.
+  void forward_sum(const CRef<T>& x, const CRef<T>& a, Ref<T> y) const;
+  // Differentiates y = xhat·γ + β, xhat = (x − μ)·rstd: writes dx.
+  void backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dx) const;
+};
+
+// GELU, exact erf form: y = x · Φ(x).
+template <class T> void gelu_forward(const CRef<T>& x, Ref<T> y);
+// Differentiates y = x·Φ(x): dx = dy · (Φ(x) + x·φ(x)).
+template <class T> void gelu_backward(const CRef<T>& x, const CRef<T>& dy, Ref<T> dx);
+
+// Inverted dropout with masks from a counter-based hash of (seed, step, site,
+// element), so the same seed gives the same masks whatever the thread count.
+struct DropoutRng {
+  std::uint64_t seed = 0;
+  std::uint64_t step = 0;
+  double p = 0.0;
+};
+// mask[i] = 0 with probability p, else 1/(1−p). Row i of the mask draws as
+// row first_row + i·row_step, so a batch split into parts, or only its
+// [CLS] rows, gets the masks of the whole.
+template <class T>
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row = 0,
+                  std::uint64_t row_step = 1);
+
+// Mean softmax cross-entropy over rows; writes probs and returns the loss.
+template <class T>
+T cross_entropy_forward(const CRef<T>& logits /*(B,K)*/, const std::int32_t* labels, Ref<T> probs /*(B,K)*/);
+// Differentiates loss = −mean log softmax(logits)[label]: dlogits = (p − onehot)/B.
+template <class T>
+void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits);
+
+// Row-wise softmax in place.
+template <class T> void softmax_rows(Ref<T> x);
+
+}  // namespace zibert

@@ -1,0 +1,79 @@
+// zibert bench: training and inference throughput of a model shape on
+// generated (or given) texts, set against a matrix-product ceiling measured in
+// the same run with the same threads.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "zibert/model/bert.hpp"
+
+namespace zibert {
+
+struct BenchOptions {
+  ModelConfig shape;               // layers, heads, dim, ffn, max_len, vocab_size (generated data)
+  std::int64_t batch = 32;
+  double seconds = 3;              // per phase (training, inference)
+  std::int64_t min_chars = 8;      // generated text lengths, uniform in [min_chars, max_chars]
+  std::int64_t max_chars = 0;      // 0 = max_len − 2
+  std::int64_t texts = 4096;       // generated texts
+  std::string data;                // a labelled file to take the texts from instead ("" = generate)
+  std::uint64_t seed = 1;
+  std::int64_t ceiling_size = 2048;  // n of the n×n×n ceiling product
+  bool train = true, infer = true;
+  int threads = 1;                 // for the report; the caller sets OpenMP/Eigen
+};
+
+struct BenchPhase {
+  double seconds = 0;
+  std::int64_t steps = 0, examples = 0;
+  std::int64_t tokens = 0;         // real tokens, [CLS] and [SEP] included
+  std::int64_t padded_tokens = 0;  // tokens processed, padding included
+  double flops = 0;                // matrix and attention FLOPs over the real tokens
+  double peak_rss_mb = 0;          // peak resident memory during the phase
+};
+
+struct BenchResult {
+  BenchOptions options;
+  ModelConfig config;              // with vocab and labels filled in
+  std::size_t parameters = 0;
+  std::string data_desc;
+  double mean_tokens = 0;          // per example, with [CLS]/[SEP]
+  BenchPhase train, infer;
+  double ceiling_gflops = 0;       // the faster of the two below
+  double ceiling_gemm_gflops = 0;  // zibert's gemm (0 when it falls back to Eigen)
+  double ceiling_eigen_gflops = 0;
+};
+
+// FLOPs (2 per multiply-add) of one forward pass over a sequence of `tokens`
+// tokens: the Q/K/V, output and FFN products, qkᵀ and p·v per layer, the
+// pooler and the classifier. LayerNorm, softmax and GELU are not counted. A
+// training step costs three times the forward pass. `last` says how the last
+// layer is counted: every row of every layer (all_rows, as a plain
+// implementation computes them, and zibert for tied models or
+// ModelCache::all_rows); what zibert's training pass computes (cls: keys
+// and values of every token, the rest for [CLS] only); or what its
+// inference pass computes (cls_folded: SelfAttention::forward_cls_folded).
+// tabulated: the first layer's Q/K/V rows are gathered from EmbeddingTables
+// (an inference pass of a tabulated model), not computed, unless that layer
+// is a [CLS]-only last layer.
+enum class LastLayer { all_rows, cls, cls_folded };
+double forward_flops(const ModelConfig& config, std::int64_t tokens, LastLayer last, bool tabulated = false);
+
+// The best GFLOP/s of an n×n×n single-precision product over `seconds`, with
+// the current OpenMP threads: zibert's gemm when use_gemm, else Eigen's.
+double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm);
+
+// Peak resident set of this process in MB (VmHWM), and a reset of it where
+// the kernel allows (/proc/self/clear_refs); returns false when it could not.
+double peak_rss_mb();
+bool reset_peak_rss();
+
+BenchResult run_bench(const BenchOptions& options);
+
+std::string bench_table(const BenchResult& result);
+nlohmann::ordered_json bench_json(const BenchResult& result);
+
+}  // namespace zibert

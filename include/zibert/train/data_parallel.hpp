@@ -1,0 +1,36 @@
+// Data parallelism on a CPU: a batch is split into parts, one per thread, and
+// each thread runs the whole model on its part with single-threaded matrix
+// products. Small products stay efficient that way, where splitting each
+// product across threads would spend the step on synchronisation.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "zibert/model/bert.hpp"
+
+namespace zibert {
+
+template <class T>
+class DataParallel {
+ public:
+  // parts = 0: one per OpenMP thread.
+  explicit DataParallel(int parts = 0);
+
+  // Forward (with dropout when rng is given) and backward of the mean loss over
+  // a labelled batch. net.grads() is overwritten with the gradient; the parts'
+  // gradients are summed in part order, so the result depends on the number
+  // of parts, never on timing. Dropout masks are those of the whole batch.
+  // Returns the mean loss; when it is not finite the gradient is left unset.
+  T train(Bert<T>& net, const Batch& batch, const DropoutRng* rng);
+
+  int parts() const { return parts_; }
+
+ private:
+  int parts_;
+  const T* bound_ = nullptr;  // the parameters the replicas read
+  std::vector<Bert<T>> replicas_;
+  std::vector<ModelCache<T>> caches_;
+  std::vector<Batch> pieces_;
+};
+
+}  // namespace zibert

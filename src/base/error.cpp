@@ -1,0 +1,9 @@
+#include "zibert/base/error.hpp"
+
+namespace zibert {
+
+Error error_at(const std::string& file, std::int64_t line, const std::string& what) {
+  return Error(file + ":" + std::to_string(line) + ": " + what);
+}
+
+}  // namespace zibert

@@ -1,0 +1,73 @@
+// zibert bench: throughput of a model shape next to this machine's ceiling.
+#include <cstdio>
+
+#include "cli.hpp"
+#include "zibert/report/bench.hpp"
+
+namespace zibert::cli {
+namespace {
+
+struct BenchCli {
+  BenchOptions bench;
+  std::string lengths;
+  int threads = 0;
+  bool json = false, train_only = false, infer_only = false;
+};
+
+int run_bench_cli(BenchCli o) {
+  BenchOptions opt = o.bench;
+  opt.threads = apply_threads(o.threads);
+  if (!o.lengths.empty()) {
+    long long lo = 0, hi = 0;
+    char tail = 0;
+    if (std::sscanf(o.lengths.c_str(), "%lld-%lld%c", &lo, &hi, &tail) != 2)
+      throw Error("--lengths wants MIN-MAX in characters, e.g. 8-126, not \"" + o.lengths + "\"");
+    opt.min_chars = lo;
+    opt.max_chars = hi;
+  }
+  if (o.train_only && o.infer_only) throw Error("--train-only and --infer-only exclude each other");
+  opt.train = !o.infer_only;
+  opt.infer = !o.train_only;
+  BenchResult r = run_bench(opt);
+  std::string out = o.json ? bench_json(r).dump(2) + "\n" : bench_table(r);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchCli>();
+  o->bench.shape.vocab_size = 3000;
+  app.footer(
+      "Train and run a model of the given shape on generated texts (or on --data) for --seconds each, and\n"
+      "report examples/s, tokens/s and GFLOP/s next to a large float32 matrix product measured in the same\n"
+      "run with the same threads. Nothing is written to disk.\n\n"
+      "Examples:\n"
+      "  zibert bench\n"
+      "  zibert bench --layers 4 --dim 128 --ffn 512 --heads 4 --batch 32 --seconds 5\n"
+      "  zibert bench --data train.tsv --threads 1 --json");
+  ModelConfig& s = o->bench.shape;
+  app.add_option("--layers", s.layers, "Encoder layers L")->capture_default_str();
+  app.add_option("--heads", s.heads, "Attention heads H")->capture_default_str();
+  app.add_option("--dim", s.dim, "Model width C")->capture_default_str();
+  app.add_option("--ffn", s.ffn, "Feed-forward width F")->capture_default_str();
+  app.add_option("--max-len", s.max_len, "Positions, [CLS]/[SEP] included")->capture_default_str();
+  app.add_option("--vocab", s.vocab_size, "Vocabulary size of generated data")->capture_default_str();
+  app.add_option("--batch", o->bench.batch, "Examples per batch")->capture_default_str();
+  app.add_option("--seconds", o->bench.seconds, "Seconds per phase")->capture_default_str();
+  app.add_option("--lengths", o->lengths, "Generated text lengths MIN-MAX in characters, uniform (default 8 to max-len - 2)");
+  app.add_option("--texts", o->bench.texts, "Generated texts")->capture_default_str();
+  app.add_option("--data", o->bench.data, "Take the texts from this labelled file instead");
+  app.add_option("--seed", o->bench.seed, "Seed of data, weights and dropout")->capture_default_str();
+  app.add_option("--ceiling-size", o->bench.ceiling_size, "n of the n x n x n ceiling product")
+      ->check(CLI::Range(64, 8192))
+      ->capture_default_str();
+  app.add_flag("--train-only", o->train_only, "Measure training only");
+  app.add_flag("--infer-only", o->infer_only, "Measure inference only");
+  add_threads_option(app, o->threads);
+  app.add_flag("--json", o->json, "JSON output");
+  return [o] { return run_bench_cli(*o); };
+}
+
+}  // namespace zibert::cli

@@ -1,0 +1,36 @@
+// The command-line front end: per command an options struct, a setup function
+// that declares the options on a CLI11 subcommand, and a run function.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "zibert/model/model_file.hpp"
+
+namespace zibert::cli {
+
+// Exit statuses, as grep.
+inline constexpr int kExitOk = 0, kExitNoMatch = 1, kExitError = 2;
+
+// -m, else $ZIBERT_MODEL, else the installed default, else the source tree's.
+std::string resolve_model_path(const std::string& flag);
+Classifier load_classifier(const std::string& flag);
+// Applies --threads (0 = all cores) to OpenMP and Eigen; returns the count used.
+int apply_threads(int threads);
+
+// Options several commands share, declared once.
+void add_model_option(CLI::App& app, std::string& model);
+void add_threads_option(CLI::App& app, int& threads);
+void add_threshold_option(CLI::App& app, double& threshold);
+
+using Runner = std::function<int()>;
+Runner setup_train(CLI::App& app);
+Runner setup_classify(CLI::App& app);
+Runner setup_eval(CLI::App& app);
+Runner setup_info(CLI::App& app);
+Runner setup_synth(CLI::App& app);
+Runner setup_explain(CLI::App& app);
+Runner setup_plot(CLI::App& app);
+Runner setup_bench(CLI::App& app);
+
+}  // namespace zibert::cli

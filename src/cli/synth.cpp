@@ -1,0 +1,105 @@
+// zibert synth: a labelled train/dev/test corpus for a phrase from plain sentences.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <map>
+
+#include "cli.hpp"
+#include "zibert/base/io.hpp"
+#include "zibert/text/synth.hpp"
+#include "zibert/text/tokenizer.hpp"
+
+namespace zibert::cli {
+namespace {
+
+struct SynthCli {
+  SynthOptions synth;
+  std::vector<std::string> corpora;
+  std::string out;
+};
+
+std::string stem(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  return name.substr(0, name.find('.'));
+}
+
+std::vector<BaseSentence> read_corpora(const std::vector<std::string>& paths) {
+  std::vector<BaseSentence> base;
+  for (const std::string& path : paths) {
+    std::ifstream in = open_input(path);
+    std::string tag = paths.size() > 1 ? stem(path) : "", line;
+    std::int64_t n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      std::int64_t bad = invalid_utf8_offset(line);
+      if (bad >= 0) throw error_at(path, n, "invalid UTF-8 at byte " + std::to_string(bad));
+      for (char& c : line)
+        if (c == '\t') c = ' ';  // a tab would break the TSV row
+      if (!line.empty()) base.push_back({line, tag});
+    }
+  }
+  return base;
+}
+
+std::string to_tsv(const std::vector<SynthExample>& rows) {
+  std::string out = "label\ttext\tcategory\n";
+  for (const auto& r : rows) out += r.label + "\t" + r.text + "\t" + r.category + "\n";
+  return out;
+}
+
+int run_synth(const SynthCli& o) {
+  std::vector<BaseSentence> base = read_corpora(o.corpora);
+  SynthCorpus corpus = synthesize(base, o.synth);
+  struct stat st {};
+  if (::stat(o.out.c_str(), &st) != 0 && ::mkdir(o.out.c_str(), 0755) != 0)
+    throw Error(o.out + ": cannot create the output directory");
+  write_file_atomic(o.out + "/train.tsv", to_tsv(corpus.train));
+  write_file_atomic(o.out + "/dev.tsv", to_tsv(corpus.dev));
+  write_file_atomic(o.out + "/test.tsv", to_tsv(corpus.test));
+  std::map<std::string, std::int64_t> per_category;
+  for (const auto* split : {&corpus.train, &corpus.dev, &corpus.test})
+    for (const auto& r : *split) ++per_category[r.category];
+  std::fprintf(stderr, "synth: %zu base sentences -> train %zu, dev %zu, test %zu examples in %s/\n", base.size(),
+               corpus.train.size(), corpus.dev.size(), corpus.test.size(), o.out.c_str());
+  for (const auto& [cat, n] : per_category)
+    std::fprintf(stderr, "  %-28s %lld\n", cat.c_str(), static_cast<long long>(n));
+  for (const auto& [why, n] : corpus.skipped)
+    std::fprintf(stderr, "  skipped: %s: %lld\n", why.c_str(), static_cast<long long>(n));
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_synth(CLI::App& app) {
+  auto o = std::make_shared<SynthCli>();
+  app.footer(
+      "Build a labelled corpus for a phrase from unlabelled sentences (one per line):\n"
+      "positives with the phrase or a variant (at the start, middle or end, quoted, spaced,\n"
+      "inside longer dish names), hard negatives (permutations, partial phrases, the\n"
+      "characters scattered apart, near-miss words) and plain negatives. Writes\n"
+      "OUT/train.tsv, dev.tsv and test.tsv with a category column. Base sentences are split\n"
+      "between train/dev/test before anything is inserted; with several corpora the\n"
+      "category is suffixed with the corpus file's name.\n\n"
+      "Example:\n  zibert synth --phrase 佛跳墙 --variant 佛跳牆 --near-miss 狗急跳墙,仿佛 \\\n"
+      "      --corpus simplified.txt --corpus traditional.txt --out data/gen/");
+  app.add_option("--phrase", o->synth.phrase, "The target phrase")->required();
+  app.add_option("--variant", o->synth.variants, "Another spelling that counts as the phrase (repeatable)")
+      ->delimiter(',');
+  app.add_option("--near-miss", o->synth.near_misses, "A word that must stay negative (repeatable, or comma-separated)")
+      ->delimiter(',');
+  app.add_option("--dish", o->synth.dish_forms, "A longer name around the phrase, {} marks it: 一锅{} (repeatable)")
+      ->delimiter(',');
+  app.add_option("--corpus", o->corpora, "Unlabelled sentences, one per line (repeatable)")->required();
+  app.add_option("--out", o->out, "Output directory (created if missing)")->required();
+  app.add_option("--seed", o->synth.seed, "Random seed")->capture_default_str();
+  app.add_option("--dev-fraction", o->synth.dev_fraction, "Share of base sentences for dev")
+      ->check(CLI::Range(0.0, 0.5))->capture_default_str();
+  app.add_option("--test-fraction", o->synth.test_fraction, "Share of base sentences for test")
+      ->check(CLI::Range(0.0, 0.5))->capture_default_str();
+  app.add_option("--copies", o->synth.copies, "Examples generated per base sentence")
+      ->check(CLI::Range(1, 100))->capture_default_str();
+  return [o] { return run_synth(*o); };
+}
+
+}  // namespace zibert::cli

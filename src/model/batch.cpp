@@ -1,0 +1,103 @@
+#include "zibert/model/batch.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "zibert/base/random.hpp"
+#include "zibert/text/vocab.hpp"
+
+namespace zibert {
+
+Batch Batch::part(Index from, Index count, bool with_labels) const {
+  Batch out;
+  out.size = count;
+  out.seq = seq;
+  out.first = first + from;
+  out.ids.assign(ids.begin() + from * seq, ids.begin() + (from + count) * seq);
+  if (with_labels && !labels.empty()) out.labels.assign(labels.begin() + from, labels.begin() + from + count);
+  return out;
+}
+
+std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len) {
+  std::size_t keep = std::min<std::size_t>(ids.size(), static_cast<std::size_t>(max_len - 2));
+  std::vector<std::int32_t> out;
+  out.reserve(keep + 2);
+  out.push_back(kCls);
+  out.insert(out.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep));
+  out.push_back(kSep);
+  return out;
+}
+
+void SequenceSet::add(const std::vector<std::int32_t>& ids, std::int32_t label, std::int64_t max_len) {
+  if (static_cast<std::int64_t>(ids.size()) > max_len - 2) ++truncated;
+  seqs.push_back(with_specials(ids, max_len));
+  labels.push_back(label);
+  lengths.push_back(static_cast<std::int64_t>(seqs.back().size()));
+}
+
+Batch batch_of(const SequenceSet& set, const std::vector<std::size_t>& members, bool labelled) {
+  std::vector<const std::vector<std::int32_t>*> seqs;
+  std::vector<std::int32_t> labels;
+  for (std::size_t i : members) {
+    seqs.push_back(&set.seqs[i]);
+    if (labelled) labels.push_back(set.labels[i]);
+  }
+  return pack_batch(seqs, labels);
+}
+
+std::vector<std::int64_t> window_starts(std::int64_t length, std::int64_t width) {
+  std::vector<std::int64_t> starts{0};
+  if (length <= width) return starts;
+  const std::int64_t stride = std::max<std::int64_t>(1, width / 2);
+  for (std::int64_t s = stride;; s += stride) {
+    if (s + width >= length) {  // the last window ends exactly at the text's end
+      starts.push_back(length - width);
+      break;
+    }
+    starts.push_back(s);
+  }
+  return starts;
+}
+
+Batch pack_batch(const std::vector<const std::vector<std::int32_t>*>& seqs, const std::vector<std::int32_t>& labels) {
+  Batch batch;
+  batch.size = static_cast<Index>(seqs.size());
+  for (const auto* s : seqs) batch.seq = std::max<Index>(batch.seq, static_cast<Index>(s->size()));
+  batch.ids.assign(static_cast<std::size_t>(batch.size * batch.seq), kPadId);
+  for (std::size_t b = 0; b < seqs.size(); ++b)
+    std::copy(seqs[b]->begin(), seqs[b]->end(), batch.ids.begin() + static_cast<std::ptrdiff_t>(b * batch.seq));
+  batch.labels = labels;
+  return batch;
+}
+
+std::vector<std::vector<std::size_t>> bucketed_batches(const std::vector<std::int64_t>& lengths,
+                                                       std::size_t batch_size, const std::uint64_t* seed) {
+  std::vector<std::size_t> order(lengths.size());
+  std::iota(order.begin(), order.end(), std::size_t(0));
+  auto by_length = [&](std::size_t a, std::size_t b) {
+    return lengths[a] != lengths[b] ? lengths[a] < lengths[b] : a < b;
+  };
+  const std::size_t pool = seed ? batch_size * 50 : order.size();
+  if (seed) seeded_shuffle(order, *seed);
+  for (std::size_t start = 0; start < order.size(); start += pool) {
+    auto first = order.begin() + static_cast<std::ptrdiff_t>(start);
+    auto last = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + pool));
+    std::sort(first, last, by_length);
+  }
+  std::vector<std::vector<std::size_t>> batches;
+  for (std::size_t start = 0; start < order.size(); start += batch_size)
+    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(start),
+                         order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), start + batch_size)));
+  if (seed) {
+    std::vector<std::size_t> perm(batches.size());
+    std::iota(perm.begin(), perm.end(), std::size_t(0));
+    seeded_shuffle(perm, *seed ^ 0x5851F42D4C957F2DULL);
+    std::vector<std::vector<std::size_t>> shuffled;
+    shuffled.reserve(batches.size());
+    for (std::size_t i : perm) shuffled.push_back(std::move(batches[i]));
+    batches = std::move(shuffled);
+  }
+  return batches;
+}
+
+}  // namespace zibert

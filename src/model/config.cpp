@@ -1,0 +1,87 @@
+#include "zibert/model/config.hpp"
+
+#include "zibert/base/error.hpp"
+
+namespace zibert {
+
+void ModelConfig::validate() const {
+  auto bad = [](const std::string& what) { throw Error("invalid model config: " + what); };
+  if (vocab_size <= 5 || vocab_size > 10'000'000) bad("vocab_size must be in 6..10000000");
+  if (max_len < 3 || max_len > 65536) bad("max_len must be in 3..65536");
+  if (dim < 1 || dim > 65536) bad("dim must be in 1..65536");
+  if (heads < 1 || dim % heads != 0) bad("dim must be a multiple of heads");
+  if (ffn < 1 || ffn > 262144) bad("ffn must be in 1..262144");
+  if (layers < 1 || layers > 256) bad("layers must be in 1..256");
+  if (labels < 2 || labels > 100000) bad("labels must be in 2..100000");
+  if (!(dropout >= 0.0 && dropout < 1.0)) bad("dropout must be in [0, 1)");
+  if (!(layer_norm_eps > 0.0 && layer_norm_eps < 1.0)) bad("layer_norm_eps must be in (0, 1)");
+  // The whole model must stay far below what could overflow offsets.
+  double params = double(vocab_size + max_len) * dim + double(layers) * (4.0 * dim * dim + 2.0 * dim * ffn);
+  if (params > 4e9) bad("more than 4e9 parameters");
+}
+
+std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
+  std::vector<TensorInfo> out;
+  std::size_t offset = 0;
+  auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
+    std::size_t size = 1;
+    for (auto d : shape) size *= static_cast<std::size_t>(d);
+    out.push_back({name, shape, offset, size, shape.size() == 2});
+    offset += size;
+  };
+  const std::int64_t c = cfg.dim, f = cfg.ffn;
+  add("bert.embeddings.word_embeddings.weight", {cfg.vocab_size, c});
+  if (cfg.position) add("bert.embeddings.position_embeddings.weight", {cfg.max_len, c});
+  add("bert.embeddings.LayerNorm.weight", {c});
+  add("bert.embeddings.LayerNorm.bias", {c});
+  for (std::int64_t l = 0; l < cfg.layers; ++l) {
+    const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+    // q, k, v weights then biases back to back: one fused (3C, C) product.
+    add(p + "attention.self.query.weight", {c, c});
+    if (!cfg.tie_qk) add(p + "attention.self.key.weight", {c, c});
+    add(p + "attention.self.value.weight", {c, c});
+    add(p + "attention.self.query.bias", {c});
+    if (!cfg.tie_qk) add(p + "attention.self.key.bias", {c});
+    add(p + "attention.self.value.bias", {c});
+    add(p + "attention.output.dense.weight", {c, c});
+    add(p + "attention.output.dense.bias", {c});
+    add(p + "attention.output.LayerNorm.weight", {c});
+    add(p + "attention.output.LayerNorm.bias", {c});
+    add(p + "intermediate.dense.weight", {f, c});
+    add(p + "intermediate.dense.bias", {f});
+    add(p + "output.dense.weight", {c, f});
+    add(p + "output.dense.bias", {c});
+    add(p + "output.LayerNorm.weight", {c});
+    add(p + "output.LayerNorm.bias", {c});
+  }
+  add("bert.pooler.dense.weight", {c, c});
+  add("bert.pooler.dense.bias", {c});
+  add("classifier.weight", {cfg.labels, c});
+  add("classifier.bias", {cfg.labels});
+  return out;
+}
+
+nlohmann::json config_to_json(const ModelConfig& c) {
+  return {{"vocab_size", c.vocab_size}, {"max_len", c.max_len}, {"dim", c.dim},
+          {"heads", c.heads},           {"ffn", c.ffn},         {"layers", c.layers},
+          {"labels", c.labels},         {"dropout", c.dropout}, {"layer_norm_eps", c.layer_norm_eps},
+          {"tie_qk", c.tie_qk},         {"position_embeddings", c.position}};
+}
+
+ModelConfig config_from_json(const nlohmann::json& j) {
+  ModelConfig c;
+  c.vocab_size = j.at("vocab_size").get<std::int64_t>();
+  c.max_len = j.at("max_len").get<std::int64_t>();
+  c.dim = j.at("dim").get<std::int64_t>();
+  c.heads = j.at("heads").get<std::int64_t>();
+  c.ffn = j.at("ffn").get<std::int64_t>();
+  c.layers = j.at("layers").get<std::int64_t>();
+  c.labels = j.at("labels").get<std::int64_t>();
+  c.dropout = j.at("dropout").get<double>();
+  c.layer_norm_eps = j.at("layer_norm_eps").get<double>();
+  c.tie_qk = j.value("tie_qk", false);
+  c.position = j.value("position_embeddings", true);
+  return c;
+}
+
+}  // namespace zibert

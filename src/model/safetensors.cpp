@@ -1,0 +1,147 @@
+#include "zibert/model/safetensors.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "zibert/base/error.hpp"
+
+namespace zibert {
+
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+
+namespace {
+constexpr std::uint64_t kMaxHeader = 100u << 20;  // 100 MB of JSON is more than any real header
+}
+
+std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
+                               const std::vector<TensorRef>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  header["__metadata__"] = metadata;
+  std::uint64_t offset = 0;
+  for (const TensorRef& t : tensors) {
+    std::uint64_t count = 1;
+    for (auto d : t.shape) count *= static_cast<std::uint64_t>(d);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * count}}};
+    offset += 4 * count;
+  }
+  std::string json = header.dump();
+  while ((8 + json.size()) % 8 != 0) json += ' ';  // align the data to 8 bytes
+  std::string out(8, '\0');
+  std::uint64_t n = json.size();
+  std::memcpy(out.data(), &n, 8);
+  out += json;
+  out.reserve(out.size() + offset);
+  for (const TensorRef& t : tensors) {
+    std::uint64_t count = 1;
+    for (auto d : t.shape) count *= static_cast<std::uint64_t>(d);
+    out.append(reinterpret_cast<const char*>(t.data), 4 * count);
+  }
+  return out;
+}
+
+void SafeTensor::copy_to(float* out) const {
+  if (count) std::memcpy(out, bytes, 4 * count);
+}
+
+std::size_t json_nesting_depth(std::string_view json) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : json) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (ch == '\\')
+        escaped = true;
+      else if (ch == '"')
+        in_string = false;
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) {
+  auto bad = [&](const std::string& what) { return Error(name + ": not a valid safetensors file: " + what); };
+  if (bytes.size() < 8) throw bad("truncated (" + std::to_string(bytes.size()) + " bytes, no header length)");
+  std::uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  if (header_len > bytes.size() - 8)
+    throw bad("header length " + std::to_string(header_len) + " exceeds the file size " +
+              std::to_string(bytes.size()));
+  if (header_len > kMaxHeader) throw bad("header length " + std::to_string(header_len) + " is absurdly large");
+  const std::string_view header_text = bytes.substr(8, header_len);
+  if (json_nesting_depth(header_text) > kMaxJsonDepth)
+    throw bad("header is JSON nested more than " + std::to_string(kMaxJsonDepth) + " deep");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(header_len));
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("header is not JSON (") + e.what() + ")");
+  }
+  if (!header.is_object()) throw bad("header is not a JSON object");
+
+  const std::uint64_t data_len = bytes.size() - 8 - header_len;
+  const char* data = bytes.data() + 8 + header_len;
+  SafeTensors out;
+  struct Span {
+    std::uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Span> spans;
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      if (!value.is_object()) throw bad("__metadata__ is not an object");
+      for (const auto& [mk, mv] : value.items()) {
+        if (!mv.is_string()) throw bad("__metadata__ entry \"" + mk + "\" is not a string");
+        out.metadata[mk] = mv.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor \"" + key + "\"";
+    if (!value.is_object()) throw bad(where + " is not an object");
+    if (!value.contains("dtype") || !value["dtype"].is_string()) throw bad(where + " has no dtype");
+    std::string dtype = value["dtype"].get<std::string>();
+    if (dtype != "F32") throw bad(where + " has dtype " + dtype + "; zibert reads F32 only");
+    if (!value.contains("shape") || !value["shape"].is_array()) throw bad(where + " has no shape");
+    if (!value.contains("data_offsets") || !value["data_offsets"].is_array() || value["data_offsets"].size() != 2)
+      throw bad(where + " has no [begin, end] data_offsets");
+    SafeTensor t;
+    std::uint64_t count = 1;
+    for (const auto& d : value["shape"]) {
+      if (!d.is_number_unsigned()) throw bad(where + " has a shape entry that is not a non-negative integer");
+      std::uint64_t dim = d.get<std::uint64_t>();
+      if (dim != 0 && count > (std::uint64_t(1) << 60) / dim) throw bad(where + " has a shape too large");
+      count *= dim;
+      t.shape.push_back(static_cast<std::int64_t>(dim));
+    }
+    const auto& offs = value["data_offsets"];
+    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+      throw bad(where + " has data_offsets that are not non-negative integers");
+    std::uint64_t begin = offs[0].get<std::uint64_t>(), end = offs[1].get<std::uint64_t>();
+    if (begin > end) throw bad(where + " has data_offsets with begin > end");
+    if (end > data_len)
+      throw bad(where + " has data_offsets past the end of the file (" + std::to_string(end) + " > " +
+                std::to_string(data_len) + ")");
+    if (end - begin != 4 * count)
+      throw bad(where + " has " + std::to_string(end - begin) + " bytes but its shape needs " +
+                std::to_string(4 * count));
+    t.bytes = data + begin;
+    t.count = count;
+    spans.push_back({begin, end, key});
+    out.tensors.emplace(key, std::move(t));
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  for (std::size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].begin < spans[i - 1].end)
+      throw bad("tensors \"" + spans[i - 1].name + "\" and \"" + spans[i].name + "\" overlap");
+  return out;
+}
+
+}  // namespace zibert

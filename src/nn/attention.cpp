@@ -1,0 +1,331 @@
+#include "zibert/nn/attention.hpp"
+
+#include <omp.h>
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "zibert/base/error.hpp"
+#include "zibert/nn/gemm.hpp"
+
+namespace zibert {
+namespace {
+
+#if defined(__AVX512F__)
+// exp(scale · x − scale · max x) normalised, over [0, len) of kRows rows
+// (`stride` apart), in place (left unnormalised, and each row's sum written
+// to sums[r], when sums is given), with Eigen's vectorised exp and masked loads
+// for the last partial vector (Eigen's own loop would take libm's scalar expf
+// for up to 15 of them; nothing past len is touched). The rows go through
+// interleaved, so one row's reductions overlap the others' instead of waiting
+// on their own latency; each row gets the same operations in the same order
+// whatever kRows is.
+template <int kRows>
+void softmax_prefix_rows(float* first, Index stride, Index len, float scale, float* sums) {
+  using Eigen::internal::pexp;
+  auto mask_at = [len](Index j) { return static_cast<__mmask16>(len - j >= 16 ? 0xFFFF : (1u << (len - j)) - 1); };
+  __m512 top[kRows], shift[kRows], total[kRows], sum[kRows];
+  const __m512 factor = _mm512_set1_ps(scale);
+  for (int r = 0; r < kRows; ++r) top[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (Index j = 0; j < len; j += 16)
+    for (int r = 0; r < kRows; ++r)
+      top[r] = _mm512_mask_max_ps(top[r], mask_at(j), top[r],
+                                  _mm512_maskz_loadu_ps(mask_at(j), first + r * stride + j));
+  for (int r = 0; r < kRows; ++r) {
+    shift[r] = _mm512_set1_ps(_mm512_reduce_max_ps(top[r]) * scale);
+    total[r] = _mm512_setzero_ps();
+  }
+  for (Index j = 0; j < len; j += 16) {
+    const __mmask16 m = mask_at(j);
+    for (int r = 0; r < kRows; ++r) {
+      float* row = first + r * stride;
+      const __m512 e = pexp(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, row + j), factor, shift[r]));
+      total[r] = _mm512_mask_add_ps(total[r], m, total[r], e);
+      _mm512_mask_storeu_ps(row + j, m, e);
+    }
+  }
+  if (sums) {
+    for (int r = 0; r < kRows; ++r) sums[r] = _mm512_reduce_add_ps(total[r]);
+    return;
+  }
+  for (int r = 0; r < kRows; ++r) sum[r] = _mm512_set1_ps(_mm512_reduce_add_ps(total[r]));
+  for (Index j = 0; j < len; j += 16)
+    for (int r = 0; r < kRows; ++r) {
+      float* row = first + r * stride;
+      _mm512_mask_storeu_ps(row + j, mask_at(j), _mm512_div_ps(_mm512_maskz_loadu_ps(mask_at(j), row + j), sum[r]));
+    }
+}
+#endif
+
+// The same over [0, len) of each row of p, in place; with `sums`, row i is
+// left unnormalised and its sum written to sums[i].
+template <class P, class T = typename std::decay_t<P>::Scalar>
+void softmax_prefix(P&& p, Index len, T scale, T* sums = nullptr) {
+  Index i = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; i + 4 <= p.rows(); i += 4)
+      softmax_prefix_rows<4>(&p(i, 0), p.outerStride(), len, scale, sums ? sums + i : nullptr);
+    for (; i < p.rows(); ++i) softmax_prefix_rows<1>(&p(i, 0), p.outerStride(), len, scale, sums ? sums + i : nullptr);
+  }
+#endif
+  for (; i < p.rows(); ++i) {
+    auto r = p.row(i).head(len).array();
+    r = (r * scale - r.maxCoeff() * scale).exp();
+    if (sums)
+      sums[i] = r.sum();
+    else
+      r /= r.sum();
+  }
+}
+
+// Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
+// weighted 0, in place; with `sums`, each row is left unnormalised and its
+// sum written to sums[i]. [PAD] keys normally trail the text, so the common
+// case is a softmax over a prefix, vectorised. Returns how many leading keys
+// can carry weight (all after them are [PAD]): the prefix, or every key.
+template <class P, class T = typename std::decay_t<P>::Scalar>
+Index masked_softmax(P&& p, const std::uint8_t* valid, T scale, T* sums = nullptr) {
+  const Index seq = p.cols();
+  Index len = 0;
+  while (len < seq && valid[len]) ++len;
+  Index rest = len;
+  while (rest < seq && !valid[rest]) ++rest;
+  if (len > 0 && rest == seq) {
+    softmax_prefix(p, len, scale, sums);
+    p.rightCols(seq - len).setZero();
+    return len;
+  }
+  for (Index i = 0; i < p.rows(); ++i) {
+    p.row(i) *= scale;
+    T m = -std::numeric_limits<T>::infinity();
+    for (Index j = 0; j < seq; ++j)
+      if (valid[j]) m = std::max(m, p(i, j));
+    T sum = 0;
+    for (Index j = 0; j < seq; ++j) {
+      T e = valid[j] ? std::exp(p(i, j) - m) : T(0);
+      p(i, j) = e;
+      sum += e;
+    }
+    if (sums)
+      sums[i] = sum;
+    else
+      p.row(i) /= sum;
+  }
+  return seq;
+}
+
+// The query rows (0..C) and the key and value rows (C..3C) of the fused
+// projection, as Linear views of their own.
+template <class T>
+Linear<T> projection_rows(const Linear<T>& qkv, Index first, Index rows) {
+  const Index cols = qkv.weight.cols;
+  auto at = [](T* base, Index offset) { return base ? base + offset : nullptr; };
+  return {{qkv.weight.value + first * cols, at(qkv.weight.grad, first * cols), rows, cols},
+          {qkv.bias.value + first, at(qkv.bias.grad, first), rows, 1}};
+}
+
+}  // namespace
+
+template <class T>
+void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
+                               AttentionCache<T>& cache, Ref<T> y, bool keep_probs, bool projected) const {
+  const Index n = batch * seq, c = x.cols(), d = c / heads;
+  const Index width = tied ? 2 * c : 3 * c, k_off = tied ? 0 : c, v_off = tied ? c : 2 * c;
+  const T scale = T(1) / std::sqrt(T(d));
+  MatMap<T> qkv_out = cache.qkv.view(n, width);         // (B*T, 3C) or (B*T, 2C)
+  // Kept: (B*H*T, T), row (b*H+h)*T+i for query i of head h. Not kept: a
+  // (T, T) block per thread, its rows at a stride gemm reads in place.
+  const Index blocks = keep_probs ? batch * heads : omp_get_max_threads();
+  MatMap<T> probs = cache.probs.view(blocks * seq, keep_probs ? seq : gemm_in_place_ld(seq));
+  MatMap<T> ctx = cache.ctx.view(n, c);                 // (B*T, C)
+  MatMap<T> sums = cache.row_sums.view(keep_probs ? 0 : blocks, seq);
+  if (!projected) qkv.forward(x, qkv_out);
+
+  // Threads only pay off beyond a few thousand multiply-adds per block.
+  const bool parallel = batch * heads * seq * seq * d > 65536;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (Index b = 0; b < batch; ++b)
+    for (Index h = 0; h < heads; ++h) {
+      auto q = qkv_out.block(b * seq, h * d, seq, d);          // (T, D)
+      auto k = qkv_out.block(b * seq, k_off + h * d, seq, d);  // (T, D)
+      auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);  // (T, D)
+      const Index block = keep_probs ? b * heads + h : omp_get_thread_num();
+      auto p = probs.block(block * seq, 0, seq, seq);          // (T, T)
+      auto out = ctx.block(b * seq, h * d, seq, d);            // (T, D)
+      matmul<T>(q, false, k, true, p, false);
+      // Weights that are not kept stay unnormalised: each query's weighted
+      // values are divided by its sum after the product, D divisions instead
+      // of T. The trailing [PAD] keys (weight 0) stay out of the product.
+      T* row_sums = keep_probs ? nullptr : &sums(block, 0);
+      const Index keys = masked_softmax(p, key_valid + b * seq, scale, row_sums);
+      matmul<T>(p.leftCols(keys), false, v.topRows(keys), false, out, false);
+      if (row_sums)
+        for (Index i = 0; i < seq; ++i) out.row(i) /= row_sums[i];
+    }
+  output.forward(ctx, y);
+}
+
+template <class T>
+void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq,
+                                AttentionCache<T>& cache, Ref<T> dx) const {
+  const Index n = batch * seq, c = x.cols(), d = c / heads;
+  const Index width = tied ? 2 * c : 3 * c, k_off = tied ? 0 : c, v_off = tied ? c : 2 * c;
+  const T scale = T(1) / std::sqrt(T(d));
+  MatMap<T> qkv_out(cache.qkv.data.data(), n, width);
+  MatMap<T> probs(cache.probs.data.data(), batch * heads * seq, seq);
+  MatMap<T> ctx(cache.ctx.data.data(), n, c);
+  MatMap<T> dctx = cache.dctx.view(n, c);      // (B*T, C)
+  MatMap<T> dqkv = cache.dqkv.view(n, width);  // (B*T, 3C) or (B*T, 2C)
+  const Index threads = omp_get_max_threads();
+  MatMap<T> dprobs_all = cache.dprobs.view(threads * seq, seq);  // (threads*T, T)
+
+  Ref<T> dctx_ref(dctx);
+  output.backward(ctx, dy, &dctx_ref);
+
+  const bool parallel = batch * heads * seq * seq * d > 65536;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (Index b = 0; b < batch; ++b)
+    for (Index h = 0; h < heads; ++h) {
+      auto q = qkv_out.block(b * seq, h * d, seq, d);
+      auto k = qkv_out.block(b * seq, k_off + h * d, seq, d);
+      auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);
+      auto p = probs.block((b * heads + h) * seq, 0, seq, seq);
+      auto da = dctx.block(b * seq, h * d, seq, d);
+      auto dp = dprobs_all.block(omp_get_thread_num() * seq, 0, seq, seq);
+      // a = p v  ⇒  dp = da vᵀ, dv = pᵀ da
+      matmul<T>(da, false, v, true, dp, false);
+      matmul<T>(p, true, da, false, dqkv.block(b * seq, v_off + h * d, seq, d), false);
+      // p = softmax(s)  ⇒  ds = p ⊙ (dp − Σ_j p dp); s = q kᵀ·scale
+      for (Index i = 0; i < seq; ++i) {
+        T dot = p.row(i).dot(dp.row(i));
+        dp.row(i) = (p.row(i).array() * (dp.row(i).array() - dot) * scale).matrix();
+      }
+      matmul<T>(dp, false, k, false, dqkv.block(b * seq, h * d, seq, d), false);
+      // s = q qᵀ·scale when tied: q gets both halves
+      matmul<T>(dp, true, q, false, dqkv.block(b * seq, k_off + h * d, seq, d), tied);
+    }
+
+  // The key bias adds q·b_k to every score of a query row, which softmax
+  // ignores: its gradient is exactly zero. Keep it so, instead of letting
+  // rounding noise through for Adam's normalisation to blow up.
+  if (tied) {
+    qkv.backward(x, dqkv, &dx);
+    return;
+  }
+  MatMap<T> key_bias_grad = cache.key_bias_grad.view(1, c);
+  key_bias_grad = qkv.bias.grad_row().segment(c, c);
+  qkv.backward(x, dqkv, &dx);
+  qkv.bias.grad_row().segment(c, c) = key_bias_grad;
+}
+
+template <class T>
+void SelfAttention<T>::forward_cls(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
+                                   AttentionCache<T>& cache, Ref<T> y) const {
+  if (tied) throw Error("forward_cls needs separate query and key projections");
+  const Index n = batch * seq, c = x.cols(), d = c / heads;
+  const T scale = T(1) / std::sqrt(T(d));
+  MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
+  MatMap<T> kv = cache.qkv.view(n, 2 * c);                    // (B*T, 2C): k | v
+  MatMap<T> probs = cache.probs.view(batch * heads, seq);     // (B*H, T)
+  MatMap<T> ctx = cache.ctx.view(batch, c);                   // (B, C)
+  for (Index b = 0; b < batch; ++b) xcls.row(b) = x.row(b * seq);
+  projection_rows(qkv, 0, c).forward(xcls, q);
+  projection_rows(qkv, c, 2 * c).forward(x, kv);
+  for (Index b = 0; b < batch; ++b)
+    for (Index h = 0; h < heads; ++h) {
+      auto k = kv.block(b * seq, h * d, seq, d);      // (T, D)
+      auto v = kv.block(b * seq, c + h * d, seq, d);  // (T, D)
+      auto p = probs.row(b * heads + h);              // (1, T)
+      p.noalias() = q.row(b).segment(h * d, d) * k.transpose();
+      masked_softmax(probs.middleRows(b * heads + h, 1), key_valid + b * seq, scale);
+      ctx.row(b).segment(h * d, d).noalias() = p * v;
+    }
+  output.forward(ctx, y);
+}
+
+template <class T>
+void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
+                                          AttentionCache<T>& cache, Ref<T> y) const {
+  if (tied) throw Error("forward_cls_folded needs separate query and key projections");
+  const Index c = x.cols(), d = c / heads, bh = batch * heads;
+  const T scale = T(1) / std::sqrt(T(d));
+  using Stride = Eigen::OuterStride<>;
+  // Head h's column block of an (B*H, C) matrix whose row b*H+h belongs to
+  // sequence b and head h: B rows, H*C apart.
+  auto head_rows = [&](T* m, Index h) {
+    return Eigen::Map<MatR<T>, 0, Stride>(m + h * c, batch, c, Stride(heads * c));
+  };
+  MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
+  T* folded = cache.qkv.view(2 * bh, c).data();
+  MatMap<T> u(folded, bh, c), z(folded + bh * c, bh, c);  // (B*H, C) each
+  MatMap<T> probs = cache.probs.view(bh, seq);           // (B*H, T)
+  MatMap<T> ctx = cache.ctx.view(batch, c);               // (B, C)
+  const CMatMap<T> w(qkv.weight.value, 3 * c, c);         // Wq | Wk | Wv
+  for (Index b = 0; b < batch; ++b) xcls.row(b) = x.row(b * seq);
+  projection_rows(qkv, 0, c).forward(xcls, q);
+  // u_{b,h} = q_{b,h} Wk_h (Wk_h: key rows h*D..(h+1)*D), so that
+  // q_{b,h}·k_t = u_{b,h}·x_t + q_{b,h}·bk_h, the last term the same for every key.
+  for (Index h = 0; h < heads; ++h)
+    matmul<T>(q.middleCols(h * d, d), false, w.middleRows(c + h * d, d), false, head_rows(u.data(), h), false);
+  for (Index b = 0; b < batch; ++b) {
+    auto xb = x.middleRows(b * seq, seq);          // (T, C)
+    auto p = probs.middleRows(b * heads, heads);   // (H, T)
+    matmul<T>(u.middleRows(b * heads, heads), false, xb, true, p, false);
+    const Index keys = masked_softmax(p, key_valid + b * seq, scale);
+    matmul<T>(p.leftCols(keys), false, xb.topRows(keys), false, z.middleRows(b * heads, heads), false);  // Σ_t p_t x_t
+  }
+  // Σ_t p_t (x_t Wv_hᵀ + bv_h) = z_{b,h} Wv_hᵀ + bv_h, as the weights sum to one.
+  for (Index h = 0; h < heads; ++h)
+    matmul<T>(head_rows(z.data(), h), false, w.middleRows(2 * c + h * d, d), true, ctx.middleCols(h * d, d), false,
+              qkv.bias.value + 2 * c + h * d);
+  output.forward(ctx, y);
+}
+
+template <class T>
+void SelfAttention<T>::backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq,
+                                    AttentionCache<T>& cache, Ref<T> dx) const {
+  const Index n = batch * seq, c = x.cols(), d = c / heads;
+  const T scale = T(1) / std::sqrt(T(d));
+  MatMap<T> xcls(cache.xcls.data.data(), batch, c), q(cache.qcls.data.data(), batch, c);
+  MatMap<T> kv(cache.qkv.data.data(), n, 2 * c);
+  MatMap<T> probs(cache.probs.data.data(), batch * heads, seq);
+  MatMap<T> ctx(cache.ctx.data.data(), batch, c);
+  MatMap<T> dctx = cache.dctx.view(batch, c), dq = cache.dqcls.view(batch, c), dxcls = cache.dxcls.view(batch, c);
+  MatMap<T> dkv = cache.dqkv.view(n, 2 * c);
+  MatMap<T> dp_all = cache.dprobs.view(1, seq);
+
+  Ref<T> dctx_ref(dctx);
+  output.backward(ctx, dy, &dctx_ref);
+  for (Index b = 0; b < batch; ++b)
+    for (Index h = 0; h < heads; ++h) {
+      auto k = kv.block(b * seq, h * d, seq, d);
+      auto v = kv.block(b * seq, c + h * d, seq, d);
+      auto p = probs.row(b * heads + h);
+      auto da = dctx.row(b).segment(h * d, d);  // (1, D)
+      auto dp = dp_all.row(0);
+      // a = p v  ⇒  dp = da vᵀ, dv = pᵀ da
+      dp.noalias() = da * v.transpose();
+      dkv.block(b * seq, c + h * d, seq, d).noalias() = p.transpose() * da;
+      // p = softmax(s) ⇒ ds = p ⊙ (dp − p·dp); s = q kᵀ·scale
+      T dot = p.dot(dp);
+      dp = (p.array() * (dp.array() - dot) * scale).matrix();
+      dq.row(b).segment(h * d, d).noalias() = dp * k;
+      dkv.block(b * seq, h * d, seq, d).noalias() = dp.transpose() * q.row(b).segment(h * d, d);
+    }
+  // As in backward: the key bias gradient is exactly zero (softmax ignores it).
+  Linear<T> kv_lin = projection_rows(qkv, c, 2 * c);
+  MatMap<T> key_bias_grad = cache.key_bias_grad.view(1, c);
+  key_bias_grad = kv_lin.bias.grad_row().segment(0, c);
+  kv_lin.backward(x, dkv, &dx);
+  kv_lin.bias.grad_row().segment(0, c) = key_bias_grad;
+  Ref<T> dxcls_ref(dxcls);
+  projection_rows(qkv, 0, c).backward(xcls, dq, &dxcls_ref);
+  for (Index b = 0; b < batch; ++b) dx.row(b * seq) += dxcls.row(b);
+}
+
+template struct SelfAttention<float>;
+template struct SelfAttention<double>;
+
+}  // namespace zibert

@@ -1,0 +1,167 @@
+#include "zibert/nn/layers.hpp"
+
+#include <cmath>
+#include <utility>
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include "zibert/nn/gemm.hpp"
+#include "zibert/base/random.hpp"
+
+namespace zibert {
+
+template <class T>
+void Linear<T>::forward(const CRef<T>& x, Ref<T> y) const {
+  matmul<T>(x, false, weight.w(), true, y, false, bias.value);
+}
+
+template <class T>
+void Linear<T>::backward(const CRef<T>& x, const CRef<T>& dy, Ref<T>* dx, bool accumulate) const {
+  matmul<T>(dy, true, x, false, weight.g(), true);
+  bias.grad_row() += dy.colwise().sum();
+  if (dx != nullptr) matmul<T>(dy, false, weight.w(), false, *dx, accumulate);
+}
+
+namespace {
+
+// A row's mean and 1 / sqrt(variance + eps): every LayerNorm pass computes
+// them this one way, so the training and inference passes agree to the bit.
+template <class Row, class T>
+std::pair<T, T> row_moments(const Row& row, T eps) {
+  const T c = T(row.size());
+  const T mean = row.sum() / c;
+  const T var = (row.array() - mean).square().sum() / c;
+  return {mean, T(1) / std::sqrt(var + eps)};
+}
+
+}  // namespace
+
+template <class T>
+void LayerNorm<T>::forward(const CRef<T>& x, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const {
+  const Index n = x.rows(), c = x.cols();
+  auto g = gamma.row();
+  auto b = beta.row();
+#pragma omp parallel for schedule(static) if (n * c > 16384)
+  for (Index i = 0; i < n; ++i) {
+    const auto [mean, r] = row_moments(x.row(i), eps);
+    rstd(i, 0) = r;
+    xhat.row(i) = (x.row(i).array() - mean) * r;
+    y.row(i) = xhat.row(i).array() * g.array() + b.array();
+  }
+}
+
+template <class T>
+void LayerNorm<T>::forward_sum(const CRef<T>& x, const CRef<T>& a, Ref<T> y) const {
+  const Index n = x.rows(), c = x.cols();
+  auto g = gamma.row();
+  auto b = beta.row();
+#pragma omp parallel for schedule(static) if (n * c > 16384)
+  for (Index i = 0; i < n; ++i) {
+    auto row = y.row(i);
+    row = x.row(i) + a.row(i);
+    const auto [mean, r] = row_moments(row, eps);
+    row = (((row.array() - mean) * r) * g.array() + b.array()).matrix();
+  }
+}
+
+template <class T>
+void LayerNorm<T>::backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dx) const {
+  const Index n = dy.rows(), c = dy.cols();
+  // Parameter gradients: a fixed-order reduction over rows keeps results deterministic.
+  gamma.grad_row() += (dy.array() * xhat.array()).colwise().sum().matrix();
+  beta.grad_row() += dy.colwise().sum();
+  auto g = gamma.row();
+#pragma omp parallel for schedule(static) if (n * c > 16384)
+  for (Index i = 0; i < n; ++i) {
+    Eigen::Array<T, 1, Eigen::Dynamic> dxhat = dy.row(i).array() * g.array();
+    T mean_d = dxhat.sum() / T(c);
+    T mean_dx = (dxhat * xhat.row(i).array()).sum() / T(c);
+    dx.row(i) = (dxhat - mean_d - xhat.row(i).array() * mean_dx) * rstd(i, 0);
+  }
+}
+
+template <class T>
+void gelu_forward(const CRef<T>& x, Ref<T> y) {
+  // Eigen's erf: vectorised for float (a rational approximation within a couple
+  // of ulp), std::erf for double.
+  const T inv_sqrt2 = T(0.70710678118654752440);
+  const Index n = x.rows();
+#pragma omp parallel for schedule(static) if (x.size() > 65536)
+  for (Index i = 0; i < n; ++i) {
+    auto v = x.row(i).array();
+    y.row(i) = (T(0.5) * v * (T(1) + (v * inv_sqrt2).erf())).matrix();
+  }
+}
+
+template <class T>
+void gelu_backward(const CRef<T>& x, const CRef<T>& dy, Ref<T> dx) {
+  const T inv_sqrt2 = T(0.70710678118654752440);
+  const T inv_sqrt_2pi = T(0.39894228040143267794);
+  const Index n = x.rows();
+#pragma omp parallel for schedule(static) if (x.size() > 65536)
+  for (Index i = 0; i < n; ++i) {
+    auto v = x.row(i).array();
+    auto cdf = T(0.5) * (T(1) + (v * inv_sqrt2).erf());
+    auto pdf = inv_sqrt_2pi * (T(-0.5) * v.square()).exp();
+    dx.row(i) = (dy.row(i).array() * (cdf + v * pdf)).matrix();
+  }
+}
+
+template <class T>
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row,
+                  std::uint64_t row_step) {
+  const std::uint64_t base = splitmix64(splitmix64(rng.seed ^ splitmix64(rng.step)) ^ site);
+  const T keep = T(1) / T(1 - rng.p);
+  const Index rows = mask.rows(), cols = mask.cols();
+#pragma omp parallel for schedule(static) if (mask.size() > 16384)
+  for (Index i = 0; i < rows; ++i)
+    for (Index j = 0; j < cols; ++j) {
+      std::uint64_t h = splitmix64(base + (first_row + static_cast<std::uint64_t>(i) * row_step) * static_cast<std::uint64_t>(cols) +
+                                   static_cast<std::uint64_t>(j));
+      double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+      mask(i, j) = u < rng.p ? T(0) : keep;
+    }
+}
+
+template <class T>
+void softmax_rows(Ref<T> x) {
+  for (Index i = 0; i < x.rows(); ++i) {
+    T m = x.row(i).maxCoeff();
+    x.row(i) = (x.row(i).array() - m).exp();
+    x.row(i) /= x.row(i).sum();
+  }
+}
+
+template <class T>
+T cross_entropy_forward(const CRef<T>& logits, const std::int32_t* labels, Ref<T> probs) {
+  probs = logits;
+  softmax_rows<T>(probs);
+  T loss = 0;
+  for (Index b = 0; b < logits.rows(); ++b) {
+    T m = logits.row(b).maxCoeff();
+    T lse = m + std::log((logits.row(b).array() - m).exp().sum());
+    loss += lse - logits(b, labels[b]);
+  }
+  return loss / T(logits.rows());
+}
+
+template <class T>
+void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits) {
+  const T inv_b = T(1) / T(probs.rows());
+  dlogits = probs * inv_b;
+  for (Index b = 0; b < probs.rows(); ++b) dlogits(b, labels[b]) -= inv_b;
+}
+
+#define ZIBERT_INSTANTIATE(T)                                                                   \
+  template struct Linear<T>;                                                                    \
+  template struct LayerNorm<T>;                                                                 \
+  template void gelu_forward<T>(const CRef<T>&, Ref<T>);                                        \
+  template void gelu_backward<T>(const CRef<T>&, const CRef<T>&, Ref<T>);                       \
+  template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t, std::uint64_t); \
+  template void softmax_rows<T>(Ref<T>);                                                        \
+  template T cross_entropy_forward<T>(const CRef<T>&, const std::int32_t*, Ref<T>);             \
+  template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>);
+ZIBERT_INSTANTIATE(float)
+ZIBERT_INSTANTIATE(double)
+#undef ZIBERT_INSTANTIATE
+
+}  // namespace zibert

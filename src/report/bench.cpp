@@ -1,0 +1,321 @@
+#include "zibert/report/bench.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "zibert/model/batch.hpp"
+#include "zibert/text/dataset.hpp"
+#include "zibert/base/error.hpp"
+#include "zibert/nn/gemm.hpp"
+#include "zibert/train/optimizer.hpp"
+#include "zibert/infer/fast_forward.hpp"
+#include "zibert/train/data_parallel.hpp"
+#include "zibert/base/random.hpp"
+#include "zibert/text/tokenizer.hpp"
+#include "zibert/train/trainer.hpp"
+#include "zibert/text/vocab.hpp"
+
+namespace zibert {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+SequenceSet generate(const BenchOptions& o, ModelConfig& config, std::string& desc) {
+  SequenceSet d;
+  const std::int64_t hi = o.max_chars > 0 ? o.max_chars : config.max_len - 2;
+  if (o.min_chars < 1 || hi < o.min_chars || hi > config.max_len - 2)
+    throw Error("--lengths must satisfy 1 <= MIN <= MAX <= max-len − 2 (" + std::to_string(config.max_len - 2) + ")");
+  if (config.vocab_size <= kNumSpecial) throw Error("--vocab must be larger than " + std::to_string(kNumSpecial));
+  config.labels = 2;
+  Rng rng(o.seed);
+  for (std::int64_t i = 0; i < o.texts; ++i) {
+    std::int64_t len = o.min_chars + static_cast<std::int64_t>(rng.below(static_cast<std::uint64_t>(hi - o.min_chars + 1)));
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(len));
+    for (auto& id : ids)
+      id = static_cast<std::int32_t>(kNumSpecial + rng.below(static_cast<std::uint64_t>(config.vocab_size - kNumSpecial)));
+    d.add(ids, static_cast<std::int32_t>(rng.below(2)), config.max_len);
+  }
+  desc = std::to_string(o.texts) + " generated texts, lengths uniform " + std::to_string(o.min_chars) + "-" +
+         std::to_string(hi) + " characters";
+  return d;
+}
+
+SequenceSet from_file(const BenchOptions& o, ModelConfig& config, std::string& desc) {
+  Dataset data = read_dataset(o.data);
+  if (data.rows.empty()) throw Error(o.data + ": no examples");
+  std::vector<std::vector<char32_t>> texts;
+  VocabBuilder builder;
+  std::map<std::string, std::int32_t> label_ids;
+  for (const Example& ex : data.rows) {
+    texts.push_back(normalize(ex.text, Normalization{}));
+    builder.add(texts.back());
+    label_ids.emplace(ex.label, 0);
+  }
+  std::int32_t next = 0;
+  for (auto& [name, id] : label_ids) id = next++;
+  Tokenizer tokenizer(builder.build(1), Normalization{});
+  config.vocab_size = tokenizer.vocab().size();
+  config.labels = std::max<std::int64_t>(2, static_cast<std::int64_t>(label_ids.size()));
+  SequenceSet d;
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    d.add(tokenizer.ids(texts[i]), label_ids[data.rows[i].label], config.max_len);
+  desc = o.data + ": " + std::to_string(texts.size()) + " texts" +
+         (d.truncated ? " (" + std::to_string(d.truncated) + " cut to max-len)" : "");
+  return d;
+}
+
+// Work for one timed step: batches packed ahead, so the timing is the
+// model's alone, and what they hold.
+struct Group {
+  std::vector<Batch> batches;
+  std::int64_t examples = 0, tokens = 0, padded = 0;
+  double flops = 0;
+};
+
+// Packs the plan's batches into groups of `per_group` consecutive batches.
+std::vector<Group> group_plan(const SequenceSet& d, const ModelConfig& config,
+                              const std::vector<std::vector<std::size_t>>& plan, std::size_t per_group,
+                              double flop_factor, bool labelled, bool tabulated) {
+  std::vector<Group> groups;
+  for (std::size_t i = 0; i < plan.size(); i += per_group) {
+    Group g;
+    for (std::size_t j = i; j < std::min(plan.size(), i + per_group); ++j) {
+      g.batches.push_back(batch_of(d, plan[j], labelled));
+      g.examples += g.batches.back().size;
+      g.padded += g.batches.back().size * g.batches.back().seq;
+      for (std::size_t e : plan[j]) {
+        g.tokens += d.lengths[e];
+        g.flops += flop_factor * forward_flops(config, d.lengths[e], labelled ? LastLayer::cls : LastLayer::cls_folded,
+                                                   tabulated);
+      }
+    }
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+// Runs steps over the groups, cycling, until `seconds` have passed (and at
+// least 3 steps); the first two steps warm the caches up, untimed.
+template <class Step>
+BenchPhase run_phase(const std::vector<Group>& groups, double seconds, Step step) {
+  BenchPhase phase;
+  for (std::size_t i = 0; i < 2; ++i) step(groups[i % groups.size()].batches);
+  reset_peak_rss();
+  std::size_t next = 2 % groups.size();
+  const Clock::time_point start = Clock::now();
+  while (phase.steps < 3 || since(start) < seconds) {
+    const Group& g = groups[next];
+    next = (next + 1) % groups.size();
+    step(g.batches);
+    ++phase.steps;
+    phase.examples += g.examples;
+    phase.tokens += g.tokens;
+    phase.padded_tokens += g.padded;
+    phase.flops += g.flops;
+  }
+  phase.seconds = since(start);
+  phase.peak_rss_mb = peak_rss_mb();
+  return phase;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+}  // namespace
+
+double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_layer, bool tabulated) {
+  const double n = double(tokens), dim = double(c.dim), f = double(c.ffn);
+  const double qkv = c.tie_qk ? 2 : 3;
+  const double per_token = 2 * dim * dim * (qkv + 1) + 4 * dim * f;  // Q/K/V, output, up, down
+  const double attention = 4 * n * n * dim;                          // q kᵀ and p v over all heads
+  const double layer = n * per_token + attention;
+  const double head = 2 * dim * dim + 2 * dim * double(c.labels);    // pooler, classifier
+  const bool every_row = last_layer == LastLayer::all_rows || c.tie_qk || c.layers == 0;
+  // The first layer's Q/K/V rows come from the tables unless it is a [CLS]-only last layer.
+  const double gathered = tabulated && (every_row || c.layers > 1) ? n * 2 * dim * dim * qkv : 0;
+  if (every_row) return double(c.layers) * layer + head - gathered;
+  // The last layer: [CLS]'s query, output and FFN rows, and either keys and
+  // values of every token and [CLS]'s attention row over them, or (folded)
+  // the query folded through each head's key rows (C² multiply-adds in all),
+  // H score rows and weighted sums of the inputs, and the values of those.
+  const double heads = double(c.heads);
+  const double attention_cls = last_layer == LastLayer::cls
+                                    ? n * 4 * dim * dim + 4 * n * dim
+                                    : 2 * dim * dim + 4 * heads * n * dim + 2 * dim * dim;
+  const double last = 2 * dim * dim + attention_cls + 2 * dim * dim + 4 * dim * f;
+  return double(c.layers - 1) * layer + last + head - gathered;
+}
+
+double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm) {
+  MatR<float> a(n, n), b(n, n), c(n, n);
+  Rng rng(7);
+  for (Index i = 0; i < a.size(); ++i) {
+    a.data()[i] = float(rng.uniform() - 0.5);
+    b.data()[i] = float(rng.uniform() - 0.5);
+  }
+  auto product = [&] {
+    if (use_gemm)
+      gemm(a, false, b, false, c, false, nullptr, omp_get_max_threads());
+    else
+      c.noalias() = a * b;
+  };
+  product();  // warm-up: page faults, thread start
+  double best = 0;
+  const Clock::time_point start = Clock::now();
+  int runs = 0;
+  while (runs < 3 || since(start) < seconds) {
+    const Clock::time_point t0 = Clock::now();
+    product();
+    best = std::max(best, 2.0 * double(n) * double(n) * double(n) / since(t0) / 1e9);
+    ++runs;
+  }
+  if (!std::isfinite(c(0, 0))) throw Error("the ceiling product gave a non-finite result");
+  return best;
+}
+
+double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+  return 0;
+}
+
+bool reset_peak_rss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return static_cast<bool>(clear);
+}
+
+BenchResult run_bench(const BenchOptions& o) {
+  if (o.batch < 1) throw Error("--batch must be at least 1");
+  if (o.seconds <= 0) throw Error("--seconds must be positive");
+  if (o.data.empty() && o.texts < 1) throw Error("--texts must be at least 1");
+  BenchResult r;
+  r.options = o;
+  r.config = o.shape;
+  r.config.validate();
+  SequenceSet d = o.data.empty() ? generate(o, r.config, r.data_desc) : from_file(o, r.config, r.data_desc);
+  r.config.validate();
+  std::int64_t total = 0;
+  for (std::int64_t len : d.lengths) total += len;
+  r.mean_tokens = double(total) / double(d.lengths.size());
+
+  Bert<float> net(r.config, o.train);
+  net.init_weights(o.seed);
+  r.parameters = net.params().size();
+  const auto batch_size = static_cast<std::size_t>(o.batch);
+  if (o.train) {
+    AdamW<float> adam(AdamWConfig{}, net.layout());
+    DataParallel<float> runner;
+    std::uint64_t seed = o.seed;
+    auto plan = bucketed_batches(d.lengths, batch_size, &seed);  // as train shuffles them
+    std::uint64_t step = 0;
+    r.train = run_phase(group_plan(d, r.config, plan, 1, 3.0, true, false), o.seconds, [&](const std::vector<Batch>& b) {
+      DropoutRng rng{o.seed, step++, r.config.dropout};
+      float loss = train_step(net, adam, runner, b.front(), rng, 1e-4);
+      if (!std::isfinite(loss)) throw Error("bench: the training loss became non-finite");
+    });
+  }
+  if (o.infer) {
+    // As classify predicts: the first layer's projections gathered from tables.
+    const auto tables = net.embedding_tables();
+    auto plan = bucketed_batches(d.lengths, batch_size, nullptr);  // as classify sorts them
+    if (tables)
+      for (const std::vector<std::size_t>& members : plan)
+        for (std::size_t e : members) net.tabulate(*tables, d.seqs[e].data(), d.seqs[e].size());
+    // As classify runs them: whole batches spread over the threads.
+    const auto per_group = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+    std::vector<ModelCache<float>> caches;
+    r.infer = run_phase(group_plan(d, r.config, plan, per_group, 1.0, false, tables != nullptr), o.seconds,
+                        [&](const std::vector<Batch>& b) {
+                          predict_batches<float>(net, b, caches, [](std::size_t, const CMatMap<float>&) {}, tables.get());
+                        });
+  }
+  // The ceiling is the faster of the two products this build has.
+  const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
+  r.ceiling_eigen_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, false);
+  if (gemm_is_native()) r.ceiling_gemm_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, true);
+  r.ceiling_gflops = std::max(r.ceiling_eigen_gflops, r.ceiling_gemm_gflops);
+  return r;
+}
+
+namespace {
+
+nlohmann::ordered_json phase_json(const BenchPhase& p, double ceiling) {
+  double gflops = p.seconds > 0 ? p.flops / p.seconds / 1e9 : 0;
+  return {{"seconds", p.seconds},
+          {"steps", p.steps},
+          {"examples", p.examples},
+          {"examples_per_s", p.seconds > 0 ? double(p.examples) / p.seconds : 0},
+          {"tokens_per_s", p.seconds > 0 ? double(p.tokens) / p.seconds : 0},
+          {"padding", p.padded_tokens ? 1.0 - double(p.tokens) / double(p.padded_tokens) : 0},
+          {"gflops", gflops},
+          {"ceiling_fraction", ceiling > 0 ? gflops / ceiling : 0},
+          {"peak_rss_mb", p.peak_rss_mb}};
+}
+
+}  // namespace
+
+nlohmann::ordered_json bench_json(const BenchResult& r) {
+  const ModelConfig& c = r.config;
+  nlohmann::ordered_json j;
+  j["model"] = {{"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim}, {"ffn", c.ffn}, {"max_len", c.max_len},
+                {"vocab_size", c.vocab_size}, {"labels", c.labels}, {"parameters", r.parameters}};
+  j["batch"] = r.options.batch;
+  j["threads"] = r.options.threads;
+  j["data"] = r.data_desc;
+  j["mean_tokens"] = r.mean_tokens;
+  if (r.options.train) j["train"] = phase_json(r.train, r.ceiling_gflops);
+  if (r.options.infer) j["inference"] = phase_json(r.infer, r.ceiling_gflops);
+  j["ceiling"] = {{"gflops", r.ceiling_gflops},
+                  {"product", std::to_string(r.options.ceiling_size) + "x" + std::to_string(r.options.ceiling_size) +
+                                  "x" + std::to_string(r.options.ceiling_size) + " float32"},
+                  {"gemm_gflops", r.ceiling_gemm_gflops},
+                  {"eigen_gflops", r.ceiling_eigen_gflops}};
+  return j;
+}
+
+std::string bench_table(const BenchResult& r) {
+  const ModelConfig& c = r.config;
+  const nlohmann::ordered_json j = bench_json(r);
+  std::ostringstream out;
+  out << "model      " << c.layers << " layers, " << c.heads << " heads, dim " << c.dim << ", ffn " << c.ffn
+      << ", max-len " << c.max_len << ", vocab " << c.vocab_size << ", " << r.parameters << " parameters\n";
+  out << "run        batch " << r.options.batch << ", " << r.options.threads << " threads, " << fixed(r.options.seconds, 1)
+      << " s per phase\n";
+  out << "data       " << r.data_desc << "; mean " << fixed(r.mean_tokens, 1) << " tokens with [CLS]/[SEP]\n\n";
+  out << "phase       examples/s    tokens/s   GFLOP/s  of ceiling  padding  peak MB\n";
+  auto row = [&](const char* name, const nlohmann::ordered_json& p) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%-10s %11.0f %11.0f %9.1f %10.1f%% %7.1f%% %8.1f\n", name,
+                  p["examples_per_s"].get<double>(), p["tokens_per_s"].get<double>(), p["gflops"].get<double>(),
+                  100 * p["ceiling_fraction"].get<double>(), 100 * p["padding"].get<double>(),
+                  p["peak_rss_mb"].get<double>());
+    out << buf;
+  };
+  if (r.options.train) row("training", j["train"]);
+  if (r.options.infer) row("inference", j["inference"]);
+  out << "ceiling    " << fixed(r.ceiling_gflops, 1) << " GFLOP/s: " << j["ceiling"]["product"].get<std::string>()
+      << " matrix product, same threads (";
+  if (r.ceiling_gemm_gflops > 0) out << "zibert's gemm " << fixed(r.ceiling_gemm_gflops, 1) << ", ";
+  out << "Eigen " << fixed(r.ceiling_eigen_gflops, 1) << ")\n";
+  out << "GFLOP/s counts the matrix and attention products computed on real tokens (training = 3 x forward;\n"
+         "the last layer computes [CLS]'s row only; predicting, it folds its keys and values away, and the\n"
+         "first layer's Q/K/V rows come from tables of the embeddings)\n";
+  return out.str();
+}
+
+}  // namespace zibert

@@ -1,0 +1,192 @@
+#include "zibert/text/dataset.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "zibert/base/error.hpp"
+#include "zibert/base/io.hpp"
+#include "zibert/base/random.hpp"
+#include "zibert/text/tokenizer.hpp"
+
+namespace zibert {
+
+const char* format_name(DataFormat format) {
+  switch (format) {
+    case DataFormat::Tsv: return "tsv";
+    case DataFormat::FastText: return "fasttext";
+    case DataFormat::Jsonl: return "jsonl";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_blank(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+
+std::vector<std::string> split_tabs(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t tab = s.find('\t', start);
+    out.push_back(s.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+    if (tab == std::string::npos) return out;
+    start = tab + 1;
+  }
+}
+
+std::string lower_trim(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+struct TsvColumns {
+  int label = 0, text = 1, category = -1;
+  std::size_t count = 0;  // 0: no header, 2 or 3 columns allowed
+};
+
+// A first row that names a "label" and a "text" column is a header.
+bool parse_header(const std::string& line, TsvColumns& cols) {
+  std::vector<std::string> fields = split_tabs(line);
+  int label = -1, text = -1, category = -1;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    std::string f = lower_trim(fields[i]);
+    if (f == "label") label = static_cast<int>(i);
+    if (f == "text") text = static_cast<int>(i);
+    if (f == "category") category = static_cast<int>(i);
+  }
+  if (label < 0 || text < 0) return false;
+  cols = {label, text, category, fields.size()};
+  return true;
+}
+
+Example parse_tsv(const std::string& line, const TsvColumns& cols, const std::string& name, std::int64_t n) {
+  std::vector<std::string> fields = split_tabs(line);
+  Example ex;
+  ex.line = n;
+  if (cols.count == 0) {
+    if (fields.size() < 2) throw error_at(name, n, "expected label<TAB>text, found no tab");
+    if (fields.size() > 3) throw error_at(name, n, "expected label<TAB>text[<TAB>category], found " +
+                                                       std::to_string(fields.size()) + " columns");
+    ex.label = fields[0];
+    ex.text = fields[1];
+    if (fields.size() == 3) ex.category = fields[2];
+  } else {
+    if (fields.size() != cols.count)
+      throw error_at(name, n, "expected " + std::to_string(cols.count) + " tab-separated columns as the header says, found " +
+                                  std::to_string(fields.size()));
+    ex.label = fields[cols.label];
+    ex.text = fields[cols.text];
+    if (cols.category >= 0) ex.category = fields[cols.category];
+  }
+  return ex;
+}
+
+Example parse_fasttext(const std::string& line, const std::string& name, std::int64_t n) {
+  static const std::string prefix = "__label__";
+  if (line.rfind(prefix, 0) != 0) throw error_at(name, n, "expected a __label__ prefix (fastText format)");
+  std::size_t space = line.find_first_of(" \t");
+  Example ex;
+  ex.line = n;
+  ex.label = line.substr(prefix.size(), space == std::string::npos ? std::string::npos : space - prefix.size());
+  ex.text = space == std::string::npos ? "" : line.substr(space + 1);
+  if (ex.text.rfind(prefix, 0) == 0)
+    throw error_at(name, n, "more than one __label__; zibert trains single-label classifiers");
+  return ex;
+}
+
+Example parse_jsonl(const std::string& line, const std::string& name, std::int64_t n) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::exception& e) {
+    throw error_at(name, n, std::string("not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw error_at(name, n, "expected a JSON object {\"text\":…,\"label\":…}");
+  Example ex;
+  ex.line = n;
+  if (!j.contains("text") || !j["text"].is_string()) throw error_at(name, n, "row has no text (a \"text\" string)");
+  ex.text = j["text"].get<std::string>();
+  if (!j.contains("label")) throw error_at(name, n, "row has no label");
+  const auto& label = j["label"];
+  if (label.is_string())
+    ex.label = label.get<std::string>();
+  else if (label.is_number_integer() || label.is_boolean())
+    ex.label = label.dump();
+  else
+    throw error_at(name, n, "label must be a string, an integer or a boolean");
+  if (j.contains("category")) {
+    if (!j["category"].is_string()) throw error_at(name, n, "category must be a string");
+    ex.category = j["category"].get<std::string>();
+  }
+  return ex;
+}
+
+}  // namespace
+
+Dataset read_dataset(const std::string& path) {
+  std::ifstream in = open_input(path);
+  return parse_dataset(in, path);
+}
+
+Dataset parse_dataset(std::istream& in, const std::string& name) {
+  Dataset data;
+  data.name = name;
+  std::string line;
+  std::int64_t n = 0;
+  bool detected = false;
+  TsvColumns cols;
+  while (std::getline(in, line)) {
+    ++n;
+    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (is_blank(line)) continue;
+    std::int64_t bad = invalid_utf8_offset(line);
+    if (bad >= 0) throw error_at(name, n, "invalid UTF-8 at byte " + std::to_string(bad));
+    if (!detected) {
+      detected = true;
+      if (line.front() == '{')
+        data.format = DataFormat::Jsonl;
+      else if (line.rfind("__label__", 0) == 0)
+        data.format = DataFormat::FastText;
+      else if (parse_header(line, cols)) {
+        data.has_category = cols.category >= 0;
+        continue;
+      }
+    }
+    Example ex = data.format == DataFormat::Jsonl      ? parse_jsonl(line, name, n)
+                 : data.format == DataFormat::FastText ? parse_fasttext(line, name, n)
+                                                       : parse_tsv(line, cols, name, n);
+    if (ex.label.empty()) throw error_at(name, n, "row has no label");
+    if (is_blank(ex.text)) throw error_at(name, n, "row has no text");
+    if (!ex.category.empty()) data.has_category = true;
+    data.rows.push_back(std::move(ex));
+  }
+  if (in.bad()) throw Error(name + ": read failed");
+  if (data.rows.empty()) throw Error(name + ": no labelled rows");
+  return data;
+}
+
+void split_holdout(Dataset& train, Dataset& dev, double fraction, std::uint64_t seed) {
+  std::vector<std::size_t> order(train.rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  seeded_shuffle(order, seed);
+  std::size_t n_dev = static_cast<std::size_t>(double(order.size()) * fraction);
+  if (n_dev == 0 && order.size() >= 2) n_dev = 1;
+  std::vector<std::uint8_t> is_dev(order.size(), 0);
+  for (std::size_t i = 0; i < n_dev; ++i) is_dev[order[i]] = 1;
+  dev.name = train.name + " (held out)";
+  dev.format = train.format;
+  dev.has_category = train.has_category;
+  dev.rows.clear();
+  std::vector<Example> kept;
+  for (std::size_t i = 0; i < train.rows.size(); ++i)
+    (is_dev[i] ? dev.rows : kept).push_back(std::move(train.rows[i]));
+  train.rows = std::move(kept);
+}
+
+}  // namespace zibert
