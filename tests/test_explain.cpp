@@ -46,8 +46,7 @@ TEST_CASE("padded keys get zero attention in the whole model", "[explain]") {
   std::vector<std::int32_t> a = with_specials(model.tokenizer.encode("佛跳墙是一道福建名菜"), 16);
   std::vector<std::int32_t> b = with_specials(model.tokenizer.encode("一坛"), 16);
   ModelCache<float> cache;
-  cache.all_rows = true;
-  model.net.predict(pack_batch({&a, &b}, {}), cache);
+  model.net.forward(pack_batch({&a, &b}, {}), cache, nullptr, LastRows::all);
   const Index t = static_cast<Index>(a.size()), heads = model.config.heads;
   for (const auto& layer : cache.layers) {
     MatMap<float> probs(const_cast<float*>(layer.attn.probs.data.data()), 2 * heads * t, t);

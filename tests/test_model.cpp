@@ -1,7 +1,10 @@
 // The whole model's backward against finite differences, and training sanity.
 #include <catch2/catch.hpp>
 
+#include <type_traits>
+
 #include "gradcheck.hpp"
+#include "zibert/infer/fast_forward.hpp"
 #include "zibert/model/batch.hpp"
 #include "zibert/nn/gemm.hpp"
 #include "zibert/model/bert.hpp"
@@ -50,9 +53,9 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   fill_uniform(net.params().data(), net.params().size(), 21, -0.5, 0.5);
   Batch batch = tiny_batch();
   ModelCache<double> cache;
-  cache.all_rows = all_rows;
+  const LastRows last = all_rows ? LastRows::all : LastRows::cls;
   DropoutRng rng{5, 9, dropout};
-  auto loss = [&] { return net.forward(batch, cache, &rng); };
+  auto loss = [&] { return net.forward(batch, cache, &rng, last); };
   net.zero_grad();
   loss();
   net.backward(batch, cache);
@@ -85,9 +88,8 @@ TEST_CASE("the [CLS]-only last layer gives the loss and gradients of the full on
   DropoutRng rng{7, 3, 0.2};
   auto run = [&](bool all_rows, AlignedVector<double>& grads) {
     ModelCache<double> cache;
-    cache.all_rows = all_rows;
     net.zero_grad();
-    double loss = net.forward(batch, cache, &rng);
+    double loss = net.forward(batch, cache, &rng, all_rows ? LastRows::all : LastRows::cls);
     net.backward(batch, cache);
     grads = net.grads();
     return loss;
@@ -129,25 +131,25 @@ TEST_CASE("a batch split over threads gives the loss and gradients of the whole 
 TEST_CASE("padding does not change a sequence's prediction", "[model]") {
   Bert<float> net(tiny_config(0.0));
   net.init_weights(3);
-  ModelCache<float> cache;
+  InferenceCache<float> cache;
   Batch alone;
   alone.size = 1;
   alone.seq = 4;
   alone.ids = {kCls, 9, 10, kSep};
-  MatR<float> p1 = net.predict(alone, cache);
+  MatR<float> p1 = infer_forward(net, alone, cache);
   Batch padded = tiny_batch();
   padded.labels.clear();
-  MatR<float> p2 = net.predict(padded, cache);
+  MatR<float> p2 = infer_forward(net, padded, cache);
   for (Index c = 0; c < 3; ++c) CHECK(p2(1, c) == Approx(p1(0, c)).epsilon(1e-5));
 }
 
-TEST_CASE("predict runs a large batch in groups and gives the whole batch's probabilities", "[model]") {
+TEST_CASE("the inference fast path gives the training pass's probabilities, each row alone or grouped", "[model]") {
   ModelConfig cfg = tiny_config(0.0);
   cfg.max_len = 40;
   Bert<float> net(cfg);
   net.init_weights(5);
-  // 60 sequences of 37 tokens: 2220 rows, so predict runs groups of
-  // kPredictRows / 37 sequences; forward runs the batch whole.
+  // 60 sequences of 37 tokens: 2220 rows, more than one pass of kPredictRows
+  // as the predictor cuts them; here the fast path runs them whole.
   Batch batch;
   batch.size = 60;
   batch.seq = 37;
@@ -157,42 +159,45 @@ TEST_CASE("predict runs a large batch in groups and gives the whole batch's prob
     for (Index t = 0; t < batch.seq; ++t)
       batch.ids.push_back(t == 0 ? kCls : t < len - 1 ? 5 + std::int32_t(rng.uniform() * 7) : t == len - 1 ? kSep : kPadId);
   }
-  REQUIRE(Bert<float>::kPredictRows / batch.seq < batch.size);
-  ModelCache<float> whole_cache, group_cache;
+  REQUIRE(kPredictRows / batch.seq < batch.size);
+  ModelCache<float> whole_cache;
+  InferenceCache<float> group_cache;
   net.forward(batch, whole_cache, nullptr);
   const MatR<float> whole = CMatMap<float>(whole_cache.probs.data.data(), batch.size, cfg.labels);
-  const MatR<float> grouped = net.predict(batch, group_cache);
-  // predict's inference pass (residual and LayerNorm fused, nothing kept
-  // for backward, the last layer's [CLS] attention folded) computes what the
+  const MatR<float> grouped = infer_forward(net, batch, group_cache);
+  // The inference pass (residual and LayerNorm fused, nothing kept for
+  // backward, the last layer's [CLS] attention folded) computes what the
   // training pass does, up to rounding.
   CHECK((grouped - whole).cwiseAbs().maxCoeff() < 1e-6f);
   // And every row is computed the same way whatever shares its pass: equal
   // bits with the native product, equal to rounding with Eigen's.
-  ModelCache<float> one_cache;
+  InferenceCache<float> one_cache;
   for (Index b : {Index(0), Index(17), batch.size - 1}) {
-    const MatR<float> alone = net.predict(batch.part(b, 1), one_cache);
+    const MatR<float> alone = infer_forward(net, batch.part(b, 1), one_cache);
     if (gemm_is_native())
       CHECK(alone.row(0) == grouped.row(b));
     else
       CHECK((alone.row(0) - grouped.row(b)).cwiseAbs().maxCoeff() < 1e-6f);
   }
-  // What an inference pass left in its cache cannot be differentiated.
-  REQUIRE(group_cache.inference);
-  CHECK_THROWS_WITH(net.backward(batch, group_cache), Catch::Contains("kept its cache"));
+  // What an inference pass leaves cannot be differentiated: backward takes
+  // a training pass's cache only, so this is a compile-time guarantee.
+  STATIC_REQUIRE_FALSE(std::is_invocable_v<decltype(&Bert<float>::backward), Bert<float>&, const Batch&,
+                                           InferenceCache<float>&>);
 }
 
 namespace {
 
-// Every layer's output of an inference pass over tiny_batch (all rows), with
-// the first layer's projections gathered from tables or multiplied out.
+// Every layer's output of an inference pass over tiny_batch (every row but
+// the folded last layer's, which has the [CLS] rows only), with the first
+// layer's projections gathered from tables or multiplied out.
 template <class T>
 MatR<T> inference_hidden(const Bert<T>& net, const EmbeddingTables<T>* tables) {
-  ModelCache<T> cache;
-  cache.all_rows = true;
+  InferenceCache<T> cache;
   Batch batch = tiny_batch();
   batch.labels.clear();
-  net.forward(batch, cache, nullptr, /*inference=*/true, tables);
-  return CMatMap<T>(cache.hidden.data.data(), (net.config().layers + 1) * batch.size * batch.seq, net.config().dim);
+  infer_forward(net, batch, cache, tables);
+  const Index n = batch.size * batch.seq, rows = net.config().layers * n + (net.config().tie_qk ? n : batch.size);
+  return CMatMap<T>(cache.hidden.data.data(), rows, net.config().dim);
 }
 
 template <class T>
@@ -213,15 +218,15 @@ void check_tabulated(ModelConfig cfg, double tolerance) {
     for (std::size_t i = 0; i < t.size; ++i) net.params()[t.offset + i] = T(0.5 + 0.25 * double(i % 5));
   }
   const MatR<T> direct = inference_hidden<T>(net, nullptr);
-  const auto tables = net.embedding_tables();
+  const auto tables = embedding_tables(net);
   REQUIRE(tables);
   // A row the batch needs that was not filled is an error, not garbage.
   const std::vector<std::int32_t> ids = tiny_batch().ids;
   CHECK_THROWS_WITH(inference_hidden(net, tables.get()), Catch::Contains("lack a row"));
   // Rows filled one at a time and all at once are the same, bit for bit.
-  const auto one_by_one = net.embedding_tables();
-  for (std::int32_t id : ids) net.tabulate(*one_by_one, &id, 1);
-  net.tabulate(*tables, ids.data(), ids.size());
+  const auto one_by_one = embedding_tables(net);
+  for (std::int32_t id : ids) tabulate(net, *one_by_one, &id, 1);
+  tabulate(net, *tables, ids.data(), ids.size());
   const Index width = tables->width;
   for (std::int32_t id : ids)
     for (Index j = 0; j < width; ++j) CHECK(tables->word[id * width + j] == one_by_one->word[id * width + j]);
@@ -253,8 +258,8 @@ TEST_CASE("tabulated first-layer projections give the inference pass of the mult
   SECTION("too large to tabulate") {
     Bert<float> net(cfg, false);
     const std::size_t bytes = (12 + 8) * 24 * sizeof(float);  // (vocab + positions) x 3C
-    CHECK_FALSE(net.embedding_tables(bytes - 1));
-    CHECK(net.embedding_tables(bytes));
+    CHECK_FALSE(embedding_tables(net, bytes - 1));
+    CHECK(embedding_tables(net, bytes));
   }
 }
 

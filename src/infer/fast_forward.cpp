@@ -4,10 +4,79 @@
 
 #include <exception>
 
+#include "zibert/base/error.hpp"
+
 namespace zibert {
 
+namespace {
+
+// One encoder layer, inference: x (N, C) → y (rows, C). folded: the last
+// layer of an untied model, on the [CLS] rows only with no keys or values.
+// projected: cache.attn.qkv already holds x's projections (gathered).
 template <class T>
-void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std::vector<ModelCache<T>>& caches,
+void layer_infer(const EncoderLayer<T>& layer, const CRef<T>& x, Index batch, Index seq, bool folded, bool projected,
+                 InferenceCache<T>& cache, InferenceLayerCache<T>& lc, Ref<T> y) {
+  const Index c = x.cols(), f = layer.up.weight.rows, rows = folded ? batch : batch * seq;
+  MatMap<T> a = lc.attn_out.view(rows, c);  // (rows, C)
+  if (folded)
+    layer.attention.forward_cls_folded(x, batch, seq, cache.key_valid.data(), lc.attn, a);
+  else
+    layer.attention.forward(x, batch, seq, cache.key_valid.data(), lc.attn, a, /*keep_probs=*/false, projected);
+  // The residual: x's rows, or its [CLS] rows (seq rows apart) when folded.
+  using Stride = Eigen::OuterStride<>;
+  const Eigen::Map<const MatR<T>, 0, Stride> skip(x.data(), rows, c, Stride(folded ? seq * c : c));
+  MatMap<T> hid = lc.hidden.view(rows, c), ff = lc.ff.view(rows, f), out = lc.ff_out.view(rows, c);
+  layer.ln1.forward_sum(skip, a, hid);
+  layer.up.forward(hid, ff);
+  gelu_forward<T>(ff, ff);
+  layer.down.forward(ff, out);
+  layer.ln2.forward_sum(hid, out, y);
+}
+
+}  // namespace
+
+template <class T>
+CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
+                         const EmbeddingTables<T>* tables) {
+  const ModelConfig& config = net.config();
+  const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config.dim, n_layers = config.layers;
+  if (seq > config.max_len) throw Error("batch sequence length exceeds the model's max_len");
+  if (tables) check_tables(net, *tables);
+  const bool fold = !config.tie_qk;  // forward_cls_folded needs queries and keys apart
+  cache.layers.resize(n_layers);
+  cache.key_valid.resize(n);
+  for (Index i = 0; i < n; ++i) cache.key_valid[i] = batch.ids[i] != kPadId;
+
+  MatMap<T> hidden = cache.hidden.view((n_layers + 1) * n, c);  // ((L+1)*N, C)
+  net.embeddings().forward(batch, cache.emb_sum.view(n, c), hidden.middleRows(0, n), cache.emb_xhat.view(n, c),
+                           cache.emb_rstd.view(n, 1));
+  // The first layer's projections come from the tables, unless it is folded.
+  const bool gathered = tables && !(fold && n_layers == 1);
+  if (gathered)
+    gather_projections<T>(net, *tables, batch, cache.emb_rstd.data.data(),
+                       cache.layers[0].attn.qkv.view(n, tables->width));
+  for (Index l = 0; l < n_layers; ++l) {
+    const bool folded = fold && l == n_layers - 1;
+    layer_infer<T>(net.layers()[l], hidden.middleRows(l * n, n), b_size, seq, folded, l == 0 && gathered, cache,
+                cache.layers[l], hidden.middleRows((l + 1) * n, folded ? b_size : n));
+  }
+
+  // pooled = tanh([CLS] Wpᵀ + bp); probs = softmax(pooled Wcᵀ + bc)
+  MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
+  const auto last = hidden.middleRows(n_layers * n, n);
+  for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(fold ? b : b * seq);
+  MatMap<T> pooled = cache.pooled.view(b_size, c);  // (B, C)
+  net.head().pooler.forward(cls, pooled);
+  pooled = pooled.array().tanh().matrix();
+  MatMap<T> logits = cache.logits.view(b_size, config.labels), probs = cache.probs.view(b_size, config.labels);
+  net.head().classifier.forward(pooled, logits);
+  probs = logits;
+  softmax_rows<T>(probs);
+  return CMatMap<T>(probs.data(), b_size, config.labels);
+}
+
+template <class T>
+void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std::vector<InferenceCache<T>>& caches,
                      const std::function<void(std::size_t, const CMatMap<T>&)>& take, const EmbeddingTables<T>* tables) {
   const int threads = omp_get_max_threads();
   if (static_cast<int>(caches.size()) < threads) caches.resize(threads);
@@ -16,7 +85,7 @@ void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std:
 #pragma omp parallel for schedule(dynamic) if (n > 1)
   for (std::ptrdiff_t b = 0; b < n; ++b) {
     try {
-      take(static_cast<std::size_t>(b), net.predict(batches[b], caches[omp_get_thread_num()], tables));
+      take(static_cast<std::size_t>(b), infer_forward(net, batches[b], caches[omp_get_thread_num()], tables));
     } catch (...) {
 #pragma omp critical(zibert_predict_error)
       if (!error) error = std::current_exception();
@@ -25,10 +94,14 @@ void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std:
   if (error) std::rethrow_exception(error);
 }
 
-template void predict_batches<float>(const Bert<float>&, const std::vector<Batch>&, std::vector<ModelCache<float>>&,
+template CMatMap<float> infer_forward<float>(const Bert<float>&, const Batch&, InferenceCache<float>&,
+                                           const EmbeddingTables<float>*);
+template CMatMap<double> infer_forward<double>(const Bert<double>&, const Batch&, InferenceCache<double>&,
+                                             const EmbeddingTables<double>*);
+template void predict_batches<float>(const Bert<float>&, const std::vector<Batch>&, std::vector<InferenceCache<float>>&,
                                      const std::function<void(std::size_t, const CMatMap<float>&)>&,
                                      const EmbeddingTables<float>*);
-template void predict_batches<double>(const Bert<double>&, const std::vector<Batch>&, std::vector<ModelCache<double>>&,
+template void predict_batches<double>(const Bert<double>&, const std::vector<Batch>&, std::vector<InferenceCache<double>>&,
                                       const std::function<void(std::size_t, const CMatMap<double>&)>&,
                                       const EmbeddingTables<double>*);
 

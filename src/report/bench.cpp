@@ -14,7 +14,7 @@
 #include "zibert/base/error.hpp"
 #include "zibert/nn/gemm.hpp"
 #include "zibert/train/optimizer.hpp"
-#include "zibert/infer/fast_forward.hpp"
+#include "zibert/infer/predictor.hpp"
 #include "zibert/train/data_parallel.hpp"
 #include "zibert/base/random.hpp"
 #include "zibert/text/tokenizer.hpp"
@@ -126,6 +126,51 @@ BenchPhase run_phase(const std::vector<Group>& groups, double seconds, Step step
   return phase;
 }
 
+// A classifier around the bench's network, so that predicting goes through
+// the Predictor as classify does: a vocabulary of vocab_size − 5 CJK
+// characters (the generated ids name no real ones), labels 0 and 1.
+Classifier bench_classifier(const ModelConfig& config, const Bert<float>& net) {
+  std::vector<char32_t> chars;
+  for (std::int64_t i = kNumSpecial; i < config.vocab_size; ++i) chars.push_back(char32_t(0x4E00 + i));
+  std::vector<std::string> labels;
+  for (std::int64_t k = 0; k < config.labels; ++k) labels.push_back(std::to_string(k));
+  return Classifier{config, Tokenizer(Vocab(std::move(chars)), Normalization{}), labels, "", {}, net};
+}
+
+// Inference as classify runs it: the Predictor over every text, timed in
+// whole passes (at least one, then until `seconds` have passed), so a phase
+// never stops partway through the length-sorted batches. A short untimed
+// pass over the first texts warms up the threads and caches.
+BenchPhase infer_phase(const BenchOptions& o, const ModelConfig& config, const Bert<float>& net,
+                       const SequenceSet& d) {
+  const Classifier model = bench_classifier(config, net);
+  Predictor predictor(model);
+  std::vector<std::vector<std::int32_t>> texts;  // without [CLS] and [SEP]
+  for (const std::vector<std::int32_t>& s : d.seqs) texts.emplace_back(s.begin() + 1, s.end() - 1);
+  const std::vector<std::vector<std::int32_t>> warm(texts.begin(), texts.begin() + std::min<std::size_t>(texts.size(), 64));
+  predictor.predict_ids(warm);
+  BenchPhase phase;
+  std::int64_t tokens = 0;
+  double flops = 0;
+  for (std::int64_t len : d.lengths) {
+    tokens += len;
+    flops += forward_flops(config, len, LastLayer::cls_folded, predictor.tabulated());
+  }
+  reset_peak_rss();
+  const Clock::time_point start = Clock::now();
+  while (phase.steps < 1 || since(start) < o.seconds) {
+    predictor.predict_ids(texts);
+    ++phase.steps;
+    phase.examples += static_cast<std::int64_t>(texts.size());
+    phase.tokens += tokens;
+    phase.padded_tokens += predictor.padded_tokens();
+    phase.flops += flops;
+  }
+  phase.seconds = since(start);
+  phase.peak_rss_mb = peak_rss_mb();
+  return phase;
+}
+
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -229,21 +274,7 @@ BenchResult run_bench(const BenchOptions& o) {
       if (!std::isfinite(loss)) throw Error("bench: the training loss became non-finite");
     });
   }
-  if (o.infer) {
-    // As classify predicts: the first layer's projections gathered from tables.
-    const auto tables = net.embedding_tables();
-    auto plan = bucketed_batches(d.lengths, batch_size, nullptr);  // as classify sorts them
-    if (tables)
-      for (const std::vector<std::size_t>& members : plan)
-        for (std::size_t e : members) net.tabulate(*tables, d.seqs[e].data(), d.seqs[e].size());
-    // As classify runs them: whole batches spread over the threads.
-    const auto per_group = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
-    std::vector<ModelCache<float>> caches;
-    r.infer = run_phase(group_plan(d, r.config, plan, per_group, 1.0, false, tables != nullptr), o.seconds,
-                        [&](const std::vector<Batch>& b) {
-                          predict_batches<float>(net, b, caches, [](std::size_t, const CMatMap<float>&) {}, tables.get());
-                        });
-  }
+  if (o.infer) r.infer = infer_phase(o, r.config, net, d);
   // The ceiling is the faster of the two products this build has.
   const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
   r.ceiling_eigen_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, false);

@@ -39,10 +39,11 @@ Explanation explain(const Classifier& model, const std::vector<char32_t>& text) 
 
   // The window alone, then one copy per character with that character as [UNK].
   const Index t = static_cast<Index>(window.size());
+  // The training pass without dropout, on every row: the attention maps of
+  // every token, the last layer's too.
   ModelCache<float> cache;
-  cache.all_rows = true;  // every token's attention map, the last layer's too
   Batch one = pack_batch({&window}, {});
-  model.net.predict(one, cache);
+  model.net.forward(one, cache, nullptr, LastRows::all);
   for (std::int64_t l = 0; l < model.config.layers; ++l) {
     MatMap<float> probs(cache.layers[l].attn.probs.data.data(), model.config.heads * t, t);
     std::vector<MatR<float>> heads;
@@ -59,7 +60,8 @@ Explanation explain(const Classifier& model, const std::vector<char32_t>& text) 
   if (!occluded.empty()) {
     std::vector<const std::vector<std::int32_t>*> seqs;
     for (const auto& s : occluded) seqs.push_back(&s);
-    CMatMap<float> p = model.net.predict(pack_batch(seqs, {}), cache);
+    model.net.forward(pack_batch(seqs, {}), cache, nullptr, LastRows::all);
+    const CMatMap<float> p(cache.probs.data.data(), static_cast<Index>(occluded.size()), model.config.labels);
     for (Index i = 1; i + 1 < t; ++i) e.occlusion[i] = base - p(i - 1, e.target);
   }
   return e;

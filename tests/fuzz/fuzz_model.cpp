@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "zibert/base/error.hpp"
+#include "zibert/infer/fast_forward.hpp"
 #include "zibert/model/model_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -17,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       batch.ids.push_back(zibert::kCls);
       batch.ids.insert(batch.ids.end(), ids.begin(), ids.end());
       batch.ids.push_back(zibert::kSep);
-      zibert::ModelCache<float> cache;
-      model.net.predict(batch, cache);
+      zibert::InferenceCache<float> cache;
+      zibert::infer_forward(model.net, batch, cache);
     }
   } catch (const zibert::Error&) {
   }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "zibert/infer/fast_forward.hpp"
 #include "zibert/model/classifier.hpp"
 
 namespace zibert {
@@ -23,20 +24,25 @@ class Predictor {
   // threshold: P(positive) needed for the positive label of a binary model.
   // tables: gather the first layer's projections from EmbeddingTables,
   // filled as tokens first appear (unless the model's would exceed
-  // Bert::kMaxTableBytes); false multiplies them out. The two agree up to
+  // kMaxTableBytes); false multiplies them out. The two agree up to
   // rounding; either way a text's prediction does not depend on the others.
   explicit Predictor(const Classifier& model, double threshold = 0.5, bool tables = true);
   // texts are normalised characters (see normalize()).
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
+  // The same for texts already mapped to ids (Tokenizer::encode), without [CLS]/[SEP].
+  std::vector<Prediction> predict_ids(const std::vector<std::vector<std::int32_t>>& texts);
   bool binary() const { return positive_ >= 0 && model_.labels.size() == 2; }
   bool tabulated() const { return tables_ != nullptr; }
+  // Token rows the last predict computed, padding included.
+  std::int64_t padded_tokens() const { return padded_tokens_; }
 
  private:
   const Classifier& model_;
   double threshold_;
   std::int32_t positive_;
   std::unique_ptr<EmbeddingTables<float>> tables_;
-  std::vector<ModelCache<float>> caches_;  // one per thread
+  std::vector<InferenceCache<float>> caches_;  // one per thread
+  std::int64_t padded_tokens_ = 0;
 };
 
 }  // namespace zibert

@@ -3,7 +3,6 @@
 // layers hold views into both. Tensor names are Hugging Face's.
 #pragma once
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,33 +14,36 @@
 
 namespace zibert {
 
+// Which rows the last layer computes. The loss and the logits depend on its
+// [CLS] rows only, so training computes just those (keys and values still
+// from every token); attention maps (explain) need every row.
+enum class LastRows { cls, all };
+
+// What a training pass keeps for backward, per encoder layer. rows is N, or
+// B for a last layer that computes [CLS] rows only.
 template <class T>
 struct EncoderLayerCache {
   AttentionCache<T> attn;
-  Buffer<T> attn_out;     // (N, C) attention output before dropout
-  Buffer<T> drop1;        // (N, C) dropout mask on the attention output
-  Buffer<T> res;          // (N, C) residual sums before each LayerNorm
-  Buffer<T> ln1_xhat;     // (N, C)
-  Buffer<T> ln1_rstd;     // (N, 1)
-  Buffer<T> hidden;       // (N, C) LayerNorm 1 output
-  Buffer<T> ff_pre;       // (N, F) before GELU
-  Buffer<T> ff_act;       // (N, F) after GELU
-  Buffer<T> ff_out;       // (N, C) second projection before dropout
-  Buffer<T> drop2;        // (N, C)
-  Buffer<T> ln2_xhat;     // (N, C)
-  Buffer<T> ln2_rstd;     // (N, 1)
+  Buffer<T> attn_out;     // (rows, C) attention output before dropout
+  Buffer<T> drop1;        // (rows, C) dropout mask on the attention output
+  Buffer<T> res;          // (rows, C) residual sums before each LayerNorm
+  Buffer<T> ln1_xhat;     // (rows, C)
+  Buffer<T> ln1_rstd;     // (rows, 1)
+  Buffer<T> hidden;       // (rows, C) LayerNorm 1 output
+  Buffer<T> ff_pre;       // (rows, F) before GELU
+  Buffer<T> ff_act;       // (rows, F) after GELU
+  Buffer<T> ff_out;       // (rows, C) second projection before dropout
+  Buffer<T> drop2;        // (rows, C)
+  Buffer<T> ln2_xhat;     // (rows, C)
+  Buffer<T> ln2_rstd;     // (rows, 1)
 };
 
+// Everything a training pass (Bert::forward) keeps for backward.
 template <class T>
 struct ModelCache {
-  // The loss and the logits depend on the last layer's [CLS] rows only, so by
-  // default the last layer computes just those (keys and values still from
-  // every token). all_rows computes every row, for attention maps (explain).
-  bool all_rows = false;
   Index batch = 0, seq = 0;
   bool dropout_on = false;
-  bool cls_only = false;  // how the last forward pass ran
-  bool inference = false; // the last forward pass kept nothing backward needs
+  bool cls_only = false;  // the last layer computed [CLS] rows only (LastRows::cls, untied)
   std::vector<std::uint8_t> key_valid;  // (B*T)
   Buffer<T> emb_sum;    // (N, C) word + position embedding
   Buffer<T> emb_xhat;   // (N, C)
@@ -56,11 +58,23 @@ struct ModelCache {
   Buffer<T> pooled_dropped;  // (B, C)
   Buffer<T> logits;     // (B, K)
   Buffer<T> probs;      // (B, K)
-  Buffer<T> predictions;  // (B, K) predict's result
   // backward scratch
   Buffer<T> grad_a, grad_b, grad_c, grad_ff;  // (N, C), (N, C), (N, C), (N, F)
   Buffer<T> grad_in, grad_out;                // (N, C) a layer's dx and dy
   Buffer<T> grad_cls, grad_pooled, grad_logits;
+};
+
+// x = LayerNorm(word[ids] + pos[0..T)): the embeddings.
+template <class T>
+struct Embeddings {
+  Param<T> word;      // (V, C)
+  Param<T> position;  // (max_len, C); unbound (value == nullptr) without position embeddings
+  LayerNorm<T> ln;
+  // ids (B*T) → sum (N, C) word + position, y (N, C); xhat and rstd for backward.
+  void forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const;
+  // Differentiates y = LN(word[ids] + pos): accumulates into the word and
+  // position gradients ([PAD] rows carry none). dsum is scratch (N, C).
+  void backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dsum) const;
 };
 
 template <class T>
@@ -72,24 +86,11 @@ struct EncoderLayer {
   LayerNorm<T> ln2;
 };
 
-// The first layer's query, key and value projections of the embedding
-// LayerNorm's output, tabulated. LayerNorm centres and scales each row: with
-// x = w + p (word and position embedding), y = γ⊙(x − mean x)·r + β,
-// r = 1/sqrt(var x + ε), so with A = Wqkv·diag(γ)
-//   Wqkv y + b = r · (A(w − mean w) + A(p − mean p)) + (Wqkv β + b),
-// as mean x = mean w + mean p. The two products are the same for every text:
-// A(p − mean p) is computed for every position up front, A(w − mean w) for a
-// vocabulary entry the first time it is needed (Bert::tabulate), and an
-// inference pass gathers them per token instead of multiplying out.
+// pooled = tanh([CLS] Wpᵀ + bp); logits = dropout(pooled) Wcᵀ + bc.
 template <class T>
-struct EmbeddingTables {
-  const T* weights = nullptr;         // the parameters they are computed from
-  Index width = 0;                    // W: 3C, or 2C with tied projections
-  std::unique_ptr<T[]> word;          // (vocab, W): A(w − mean w), row v valid once filled[v]
-  std::vector<std::uint8_t> filled;   // (vocab)
-  AlignedVector<T> pos;               // (max_len, W): A(p − mean p); empty without positions
-  AlignedVector<T> bias;              // (W): Wqkv β + b
-  MatR<T> a;                          // (W, C): A, for the rows still to come
+struct ClassifierHead {
+  Linear<T> pooler;      // (C, C)
+  Linear<T> classifier;  // (K, C)
 };
 
 template <class T>
@@ -112,37 +113,15 @@ class Bert {
   // N(0, 0.02) matrices, zero biases, LayerNorm γ = 1, β = 0.
   void init_weights(std::uint64_t seed);
 
-  // Runs the model; returns the mean loss when the batch has labels, else 0.
-  // With rng (training) dropout is applied; nullptr means evaluation.
-  // inference skips what only backward needs (residual sums, LayerNorm's
-  // xhat and rstd, GELU's input, the attention weights unless
-  // cache.all_rows; the last layer's keys and values), which backward then
-  // refuses; the outputs are the same up to rounding. An inference pass
-  // given tables (of this model's current weights) gathers the first
-  // layer's projections from them.
-  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, bool inference = false,
-            const EmbeddingTables<T>* tables = nullptr) const;
+  // The training pass (DESIGN §3): embeddings, the encoder layers, the head.
+  // With rng, dropout is applied; nullptr evaluates. Returns the mean loss
+  // when the batch has labels, else 0; the (B, K) probabilities are in
+  // cache.probs either way. Predicting goes through the inference fast path
+  // (infer/fast_forward.hpp), which this pass holds to its results.
+  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, LastRows last = LastRows::cls) const;
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
-  // the forward pass on the same batch.
+  // the forward pass on the same labelled batch.
   void backward(const Batch& batch, ModelCache<T>& cache);
-  // Returns the (B, K) class probabilities (in cache.predictions). The batch
-  // runs in groups of about kPredictRows token rows (whole when
-  // cache.all_rows), so the cache holds the forward pass of the last group
-  // only, unless the batch was one group.
-  CMatMap<T> predict(const Batch& batch, ModelCache<T>& cache, const EmbeddingTables<T>* tables = nullptr) const;
-  static constexpr Index kPredictRows = 512;
-
-  // EmbeddingTables for the weights as they are now, with the positions'
-  // rows and of the vocabulary only [PAD]'s; nullptr when all their rows would
-  // take more than max_bytes. Inference passes given them gather the first
-  // layer's projections (equal to multiplying out up to rounding).
-  std::unique_ptr<EmbeddingTables<T>> embedding_tables(std::size_t max_bytes = kMaxTableBytes) const;
-  // Fills the rows of the vocabulary entries among ids[0, n) that tables
-  // lacks (C·W multiply-adds each, as much as one token's projection). A
-  // row gets the same value whenever, and with whichever others, it is
-  // computed, so what a text is predicted does not depend on what came before.
-  void tabulate(EmbeddingTables<T>& tables, const std::int32_t* ids, std::size_t n) const;
-  static constexpr std::size_t kMaxTableBytes = std::size_t(256) << 20;
 
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorInfo>& layout() const { return layout_; }
@@ -152,21 +131,34 @@ class Bert {
   void zero_grad();
   const TensorInfo& tensor(const std::string& name) const;
 
+  // The layers, as views of the parameters (for the inference fast path).
+  const Embeddings<T>& embeddings() const { return embeddings_; }
+  const std::vector<EncoderLayer<T>>& layers() const { return layers_; }
+  const ClassifierHead<T>& head() const { return head_; }
+  const T* values() const { return shared_ ? shared_ : params_.data(); }  // the parameters read
+
  private:
   void bind();
   Param<T> param(const std::string& name);
-  const T* values() const { return shared_ ? shared_ : params_.data(); }  // the parameters read
-  void check_tables(const EmbeddingTables<T>& tables) const;
+  // One encoder layer: x (N, C) → y (rows, C); rows = B when cls_only (the
+  // [CLS] rows), else N. l and first_row place its dropout masks.
+  void layer_forward(Index l, const CRef<T>& x, const Batch& batch, bool cls_only, const DropoutRng* rng,
+                     ModelCache<T>& cache, Ref<T> y) const;
+  // Differentiates layer_forward: dy (rows, C) → cache.grad_in (N, C).
+  void layer_backward(Index l, const CRef<T>& x, bool cls_only, ModelCache<T>& cache) const;
+  // The head on the last layer's output: probabilities, and the loss when labelled.
+  T head_forward(const Batch& batch, bool cls_only, const DropoutRng* rng, ModelCache<T>& cache) const;
+  // Differentiates head_forward: cache.grad_cls (B, C) from the loss.
+  void head_backward(const Batch& batch, ModelCache<T>& cache) const;
 
   ModelConfig config_;
   std::vector<TensorInfo> layout_;
   AlignedVector<T> params_;  // flat, layout_ order
   AlignedVector<T> grads_;   // same length
   const T* shared_ = nullptr;  // a replica's source parameters (params_ is then empty)
-  Param<T> word_emb_, pos_emb_;
-  LayerNorm<T> emb_ln_;
+  Embeddings<T> embeddings_;
   std::vector<EncoderLayer<T>> layers_;
-  Linear<T> pooler_, classifier_;
+  ClassifierHead<T> head_;
 };
 
 }  // namespace zibert
