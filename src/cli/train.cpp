@@ -3,6 +3,7 @@
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
+#include <limits>
 
 #include "cli.hpp"
 #include "zibert/base/io.hpp"
@@ -17,6 +18,10 @@ struct TrainCli {
   double holdout = 0.1;
   int threads = 0;
   bool quiet = false;
+  // Fault injection for the tests (hidden flags): after this step, raise
+  // interrupt_signal; make this step's loss NaN.
+  std::int64_t interrupt_at_step = -1, nan_at_step = -1;
+  int interrupt_signal = 2;  // SIGINT
 };
 
 // SIGINT/SIGTERM ask training to stop after the current step and save a
@@ -73,9 +78,6 @@ int run_train(const TrainCli& o) {
     if (c.data.empty() || c.out.empty()) throw Error("train needs --data and --out (or --resume CHECKPOINT)");
     opt.threads = apply_threads(o.threads);
   }
-  opt.interrupt_at_step = o.train.interrupt_at_step;
-  opt.interrupt_signal = o.train.interrupt_signal;
-  opt.nan_at_step = o.train.nan_at_step;
   opt.checkpoint_path = c.checkpoint.empty() ? c.out + ".ckpt" : c.checkpoint;
   if (opt.checkpoint_path == c.out || opt.checkpoint_path == opt.log_path)
     throw Error(opt.checkpoint_path + ": the checkpoint needs a path of its own (not --out's or --log's)");
@@ -104,11 +106,18 @@ int run_train(const TrainCli& o) {
   if (!c.init.empty()) init = load_model(c.init);
   Progress progress(o.quiet);
   install_stop_handlers();
-  opt.stop_signal = [] { return static_cast<int>(g_stop_signal); };
+  TrainHooks hooks;
+  hooks.stop_signal = [] { return static_cast<int>(g_stop_signal); };
+  // The hidden fault-injection flags (tests): a signal or a NaN at a step.
+  hooks.after_step = [&o](std::int64_t step, float& loss) {
+    if (o.nan_at_step == step) loss = std::numeric_limits<float>::quiet_NaN();
+    if (o.interrupt_at_step == step) std::raise(o.interrupt_signal);
+  };
   auto started = std::chrono::steady_clock::now();
   std::optional<Classifier> trained;
   try {
-    trained.emplace(train_classifier(train, dev, opt, progress, init ? &*init : nullptr, resume ? &*resume : nullptr));
+    trained.emplace(train_classifier(train, dev, opt, progress, init ? &*init : nullptr, resume ? &*resume : nullptr,
+                                     hooks));
   } catch (const Interrupted& stop) {
     std::string where = stop.checkpoint.empty()
                             ? ""
@@ -151,12 +160,12 @@ Runner setup_train(CLI::App& app) {
                                         "its options and data (it refuses other training flags)")
                             ->check(CLI::ExistingFile);
   // Fault injection for the tests, hidden from --help.
-  app.add_option("--interrupt-at-step", o->train.interrupt_at_step, "Testing: send a signal to itself after this step")
+  app.add_option("--interrupt-at-step", o->interrupt_at_step, "Testing: send a signal to itself after this step")
       ->group("");
-  app.add_option("--interrupt-signal", o->train.interrupt_signal, "Testing: that signal (2 = SIGINT, 15 = SIGTERM)")
+  app.add_option("--interrupt-signal", o->interrupt_signal, "Testing: that signal (2 = SIGINT, 15 = SIGTERM)")
       ->check(CLI::IsMember({2, 15}))
       ->group("");
-  app.add_option("--nan-at-step", o->train.nan_at_step, "Testing: this step's loss is NaN")->group("");
+  app.add_option("--nan-at-step", o->nan_at_step, "Testing: this step's loss is NaN")->group("");
   CLI::Option* init = app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels "
                                      "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);
   app.add_option("--layers", s.layers, "Encoder layers")->check(CLI::Range(1, 64))->capture_default_str();

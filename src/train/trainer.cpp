@@ -5,14 +5,71 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <csignal>
-#include <limits>
 #include <set>
 
 #include "zibert/model/batch.hpp"
 
 namespace zibert {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(const char* format, double a, double b, double c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, format, a, b, c);
+  return buf;
+}
+
+// ---- prepare: labels, vocabulary and initial weights
+
+std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Normalization& norm) {
+  std::vector<std::vector<char32_t>> out;
+  out.reserve(data.rows.size());
+  for (const Example& ex : data.rows) out.push_back(normalize(ex.text, norm));
+  return out;
+}
+
+// Labels sorted, from the training data (or the starting model's).
+std::vector<std::string> training_labels(const Dataset& train, const Classifier* base) {
+  if (base) return base->labels;
+  std::set<std::string> seen;
+  for (const Example& ex : train.rows) seen.insert(ex.label);
+  std::vector<std::string> labels(seen.begin(), seen.end());
+  if (labels.size() < 2)
+    throw Error(train.name + ": every row has the label \"" + labels.front() +
+                "\"; a classifier needs examples of at least two labels (add negative examples)");
+  return labels;
+}
+
+// The model training starts from: base's (a resumed run's or --init's)
+// vocabulary, labels, shape and weights, else fresh ones from the data.
+Classifier prepare_model(const Dataset& train, const std::vector<std::vector<char32_t>>& texts,
+                         const TrainOptions& opt, const Classifier* base) {
+  std::vector<std::string> labels = training_labels(train, base);
+  std::string positive = opt.positive.empty() ? (base ? base->positive : guess_positive(labels)) : opt.positive;
+  if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
+    throw Error("--positive " + positive + " is not one of the labels");
+  Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
+  Vocab vocab;
+  ModelConfig config = opt.shape;
+  if (base) {
+    vocab = base->tokenizer.vocab();
+    config = base->config;
+    config.dropout = opt.shape.dropout;
+  } else {
+    VocabBuilder builder;
+    for (const auto& t : texts) builder.add(t);
+    vocab = builder.build(opt.min_count);
+    config.vocab_size = vocab.size();
+    config.labels = static_cast<std::int64_t>(labels.size());
+  }
+  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config)};
+  if (base)
+    model.net.params() = base->net.params();
+  else
+    model.net.init_weights(opt.seed);
+  return model;
+}
 
 SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
   SequenceSet out;
@@ -23,13 +80,6 @@ SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32
                      "label \"" + data.rows[i].label + "\" is not among the training labels");
     out.add(model.tokenizer.ids(texts[i]), label, model.config.max_len);
   }
-  return out;
-}
-
-std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Normalization& norm) {
-  std::vector<std::vector<char32_t>> out;
-  out.reserve(data.rows.size());
-  for (const Example& ex : data.rows) out.push_back(normalize(ex.text, norm));
   return out;
 }
 
@@ -67,10 +117,167 @@ DevScore evaluate(const Classifier& model, const SequenceSet& dev, std::int64_t 
   return score;
 }
 
-std::string fmt(const char* format, double a, double b, double c) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, format, a, b, c);
-  return buf;
+// ---- the loop: epochs of AdamW steps, a dev score after each
+
+class Loop {
+ public:
+  Loop(Classifier& model, SequenceSet train, SequenceSet dev, const TrainOptions& opt, Progress& progress,
+       const TrainHooks& hooks)
+      : model_(model), train_(std::move(train)), dev_(std::move(dev)), opt_(opt), progress_(progress),
+        hooks_(hooks), adam_(opt.adam, model.net.layout()), runner_(opt.threads), best_params_(model.net.params()) {
+    state_.per_epoch = (static_cast<std::int64_t>(train_.seqs.size()) + opt.batch - 1) / opt.batch;
+    total_ = state_.per_epoch * opt.epochs;
+    warmup_ = static_cast<std::int64_t>(std::llround(opt.warmup * double(total_)));
+  }
+
+  // Continues a checkpoint's run where it stopped.
+  void restore(const Checkpoint& resume) {
+    const TrainState saved = TrainState::from_json(resume.state());
+    if (saved.per_epoch != state_.per_epoch)
+      throw Error("the training data differ from the checkpoint's (" + std::to_string(state_.per_epoch) +
+                  " batches per epoch, the checkpoint has " + std::to_string(saved.per_epoch) + ")");
+    if (saved.epoch < 1 || saved.epoch > opt_.epochs || saved.batch < 0 || saved.batch > saved.per_epoch ||
+        saved.step < 0 || saved.step > total_)
+      throw Error("the checkpoint's training state is out of range");
+    state_ = saved;
+    adam_.m().assign(resume.adam_m.begin(), resume.adam_m.end());
+    adam_.v().assign(resume.adam_v.begin(), resume.adam_v.end());
+    adam_.set_steps(state_.step);
+    best_params_.assign(resume.best.begin(), resume.best.end());
+  }
+
+  void run(bool resumed, bool from_init) {
+    state_.init = from_init;
+    open_log(resumed);
+    started_ = Clock::now();
+    examples_at_start_ = state_.examples_seen;
+    for (std::int64_t epoch = state_.epoch; epoch <= opt_.epochs; ++epoch) {
+      run_epoch(epoch);
+      score_epoch(epoch);
+    }
+    progress_.finish();
+    model_.net.params() = best_params_;
+  }
+
+  const TrainState& state() const { return state_; }
+  std::int64_t total_steps() const { return total_; }
+
+ private:
+  void open_log(bool append) {
+    if (opt_.log_path.empty()) return;
+    log_.open(opt_.log_path, append ? std::ios::app : std::ios::trunc);
+    if (!log_) throw Error(opt_.log_path + ": cannot open the log for writing");
+  }
+
+  double examples_per_s() const {
+    const double secs = std::chrono::duration<double>(Clock::now() - started_).count();
+    return secs > 0 ? double(state_.examples_seen - examples_at_start_) / secs : 0.0;
+  }
+
+  // The batches of the epoch in its seeded order, from where the state says.
+  void run_epoch(std::int64_t epoch) {
+    std::uint64_t epoch_seed = opt_.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
+    const auto plan = bucketed_batches(train_.lengths, static_cast<std::size_t>(opt_.batch), &epoch_seed);
+    for (auto bi = static_cast<std::size_t>(state_.batch); bi < plan.size(); ++bi) {
+      const Batch batch = batch_of(train_, plan[bi]);
+      const DropoutRng rng{opt_.seed, static_cast<std::uint64_t>(state_.step), model_.config.dropout};
+      lr_ = opt_.adam.lr * lr_multiplier(state_.step, warmup_, total_);
+      float loss = train_step(model_.net, adam_, runner_, batch, rng, lr_);
+      if (hooks_.after_step) hooks_.after_step(state_.step + 1, loss);
+      if (!std::isfinite(loss)) throw diverged(epoch);
+      ++state_.step;
+      ++state_.batch;
+      state_.examples_seen += batch.size;
+      state_.epoch_loss += loss * double(batch.size);
+      progress_.update({epoch, opt_.epochs, state_.step, total_, loss, lr_, examples_per_s()});
+      if (int sig = hooks_.stop_signal ? hooks_.stop_signal() : 0) {
+        progress_.finish();
+        if (!opt_.checkpoint_path.empty()) save();
+        throw Interrupted(sig, state_.step, opt_.checkpoint_path);
+      }
+    }
+  }
+
+  Error diverged(std::int64_t epoch) const {
+    std::string kept = opt_.checkpoint_path.empty() ? ""
+                       : epoch > 1 ? "; the last good checkpoint, from the end of epoch " + std::to_string(epoch - 1) +
+                                         ", is " + opt_.checkpoint_path
+                                   : "; no checkpoint yet (the first epoch had not ended)";
+    return Error("training diverged: the loss is not finite at step " + std::to_string(state_.step + 1) +
+                 " (try a lower --lr)" + kept);
+  }
+
+  // Scores the dev set, keeps the best epoch, logs, and checkpoints the start of the next.
+  void score_epoch(std::int64_t epoch) {
+    const DevScore score = evaluate(model_, dev_, opt_.batch, cache_);
+    const bool improved = state_.best_epoch == 0 || score.f1 > state_.best.f1 ||
+                          (score.f1 == state_.best.f1 && score.loss < state_.best.loss);
+    if (improved) {
+      state_.best = score;
+      state_.best_epoch = epoch;
+      best_params_ = model_.net.params();
+    }
+    const double train_loss = state_.epoch_loss / double(train_.seqs.size());
+    state_.history.push_back({{"epoch", epoch}, {"step", state_.step}, {"train_loss", train_loss},
+                              {"dev_loss", score.loss}, {"dev_accuracy", score.accuracy},
+                              {"dev_macro_f1", score.f1}});
+    if (log_.is_open()) {  // timings vary between runs, so they go to the log, not into the model
+      nlohmann::json record = state_.history.back();
+      record["lr"] = lr_;
+      record["examples_per_s"] = examples_per_s();
+      log_ << record.dump() << '\n' << std::flush;
+      if (!log_) throw Error(opt_.log_path + ": write failed");
+    }
+    progress_.message("epoch " + std::to_string(epoch) + "/" + std::to_string(opt_.epochs) +
+                      fmt("  train loss %.4f  dev loss %.4f  dev acc %.4f", train_loss, score.loss, score.accuracy) +
+                      fmt("  dev macro-F1 %.4f", score.f1, 0, 0) + (improved ? "  (best)" : ""));
+    state_.epoch = epoch + 1;
+    state_.batch = 0;
+    state_.epoch_loss = 0;
+    // Each finished epoch is a point to resume from, also after a crash.
+    if (!opt_.checkpoint_path.empty() && epoch < opt_.epochs) save();
+  }
+
+  void save() {
+    Checkpoint c{model_, {adam_.m().begin(), adam_.m().end()}, {adam_.v().begin(), adam_.v().end()},
+                 {best_params_.begin(), best_params_.end()}};
+    c.model.training = {{"checkpoint", state_.to_json(opt_)}};
+    save_checkpoint(opt_.checkpoint_path, c);
+  }
+
+  Classifier& model_;
+  const SequenceSet train_, dev_;
+  const TrainOptions& opt_;
+  Progress& progress_;
+  const TrainHooks& hooks_;
+  AdamW<float> adam_;
+  DataParallel<float> runner_;
+  ModelCache<float> cache_;
+  AlignedVector<float> best_params_;
+  TrainState state_;
+  std::int64_t total_ = 0, warmup_ = 0, examples_at_start_ = 0;
+  double lr_ = 0;
+  Clock::time_point started_;
+  std::ofstream log_;
+};
+
+// What the saved model records of its training (file names without
+// directories: the same data trained elsewhere gives the same bytes).
+nlohmann::json training_record(const Dataset& train, const Dataset& dev, std::size_t train_examples,
+                               std::size_t dev_examples, const TrainOptions& opt, const Loop& loop, double dropout) {
+  auto base_name = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
+  const TrainState& s = loop.state();
+  return {{"data", base_name(train.name)},  {"train_examples", train_examples},
+          {"dev", base_name(dev.name)},     {"dev_examples", dev_examples},
+          {"epochs", opt.epochs},           {"steps", loop.total_steps()},
+          {"best_epoch", s.best_epoch},     {"dev_loss", s.best.loss},
+          {"dev_accuracy", s.best.accuracy}, {"dev_macro_f1", s.best.f1},
+          {"batch", opt.batch},             {"lr", opt.adam.lr},
+          {"warmup", opt.warmup},           {"weight_decay", opt.adam.weight_decay},
+          {"clip_norm", opt.adam.clip_norm}, {"dropout", dropout},
+          {"seed", opt.seed},               {"min_count", opt.min_count},
+          {"threads", opt.threads},         {"init", s.init},
+          {"history", s.history},           {"zibert_version", ZIBERT_VERSION}};
 }
 
 }  // namespace
@@ -90,254 +297,29 @@ std::string guess_positive(const std::vector<std::string>& labels) {
   return labels.size() == 2 ? labels[1] : "";
 }
 
-nlohmann::json options_json(const TrainOptions& o) {
-  return {{"epochs", o.epochs},         {"batch", o.batch},
-          {"lr", o.adam.lr},            {"beta1", o.adam.beta1},
-          {"beta2", o.adam.beta2},      {"eps", o.adam.eps},
-          {"weight_decay", o.adam.weight_decay}, {"clip_norm", o.adam.clip_norm},
-          {"warmup", o.warmup},         {"seed", o.seed},
-          {"min_count", o.min_count},   {"lowercase", o.lowercase},
-          {"positive", o.positive},     {"threads", o.threads},
-          {"dropout", o.shape.dropout}, {"layers", o.shape.layers},
-          {"heads", o.shape.heads},     {"dim", o.shape.dim},
-          {"ffn", o.shape.ffn},         {"max_len", o.shape.max_len},
-          {"tie_qk", o.shape.tie_qk},   {"position", o.shape.position}};
-}
-
-TrainOptions options_from_json(const nlohmann::json& j) {
-  TrainOptions o;
-  o.epochs = j.at("epochs").get<std::int64_t>();
-  o.batch = j.at("batch").get<std::int64_t>();
-  o.adam.lr = j.at("lr").get<double>();
-  o.adam.beta1 = j.at("beta1").get<double>();
-  o.adam.beta2 = j.at("beta2").get<double>();
-  o.adam.eps = j.at("eps").get<double>();
-  o.adam.weight_decay = j.at("weight_decay").get<double>();
-  o.adam.clip_norm = j.at("clip_norm").get<double>();
-  o.warmup = j.at("warmup").get<double>();
-  o.seed = j.at("seed").get<std::uint64_t>();
-  o.min_count = j.at("min_count").get<std::int64_t>();
-  o.lowercase = j.at("lowercase").get<bool>();
-  o.positive = j.at("positive").get<std::string>();
-  o.threads = j.at("threads").get<int>();
-  o.shape.dropout = j.at("dropout").get<double>();
-  o.shape.layers = j.at("layers").get<std::int64_t>();
-  o.shape.heads = j.at("heads").get<std::int64_t>();
-  o.shape.dim = j.at("dim").get<std::int64_t>();
-  o.shape.ffn = j.at("ffn").get<std::int64_t>();
-  o.shape.max_len = j.at("max_len").get<std::int64_t>();
-  o.shape.tie_qk = j.at("tie_qk").get<bool>();
-  o.shape.position = j.at("position").get<bool>();
-  return o;
-}
-
 Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& opt, Progress& progress,
-                            const Classifier* init, const Checkpoint* resume) {
+                            const Classifier* init, const Checkpoint* resume, const TrainHooks& hooks) {
   if (dev.rows.empty()) throw Error(dev.name + ": no dev examples to evaluate on");
   if (opt.epochs < 1 || opt.batch < 1) throw Error("epochs and batch must be at least 1");
   // A resumed run continues the checkpoint's model: its vocabulary, labels and weights.
   const Classifier* base = resume ? &resume->model : init;
   const bool from_init = init != nullptr || (resume && resume->state().value("init", false));
-
-  // Labels: sorted, from the training data (or the initial model's).
-  std::vector<std::string> labels;
-  if (base) {
-    labels = base->labels;
-  } else {
-    std::set<std::string> seen;
-    for (const Example& ex : train.rows) seen.insert(ex.label);
-    labels.assign(seen.begin(), seen.end());
-    if (labels.size() < 2)
-      throw Error(train.name + ": every row has the label \"" + labels.front() +
-                  "\"; a classifier needs examples of at least two labels (add negative examples)");
-  }
-  std::string positive = opt.positive.empty() ? (base ? base->positive : guess_positive(labels)) : opt.positive;
-  if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
-    throw Error("--positive " + positive + " is not one of the labels");
-
-  Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
-  std::vector<std::vector<char32_t>> train_texts = normalize_all(train, norm), dev_texts = normalize_all(dev, norm);
-  Vocab vocab;
-  ModelConfig config = opt.shape;
-  if (base) {
-    vocab = base->tokenizer.vocab();
-    config = base->config;
-    config.dropout = opt.shape.dropout;
-  } else {
-    VocabBuilder builder;
-    for (const auto& t : train_texts) builder.add(t);
-    vocab = builder.build(opt.min_count);
-    config.vocab_size = vocab.size();
-    config.labels = static_cast<std::int64_t>(labels.size());
-  }
-  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config)};
-  if (base)
-    model.net.params() = base->net.params();
-  else
-    model.net.init_weights(opt.seed);
-
+  const Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
+  const auto train_texts = normalize_all(train, norm), dev_texts = normalize_all(dev, norm);
+  Classifier model = prepare_model(train, train_texts, opt, base);
   SequenceSet tr = encode_all(train, train_texts, model), dv = encode_all(dev, dev_texts, model);
-  progress.message((resume ? "resuming training on " : "training on ") + std::to_string(tr.seqs.size()) +
-                   " examples (" + format_name(train.format) + "), dev " + std::to_string(dv.seqs.size()) + ", " +
+  const std::size_t train_examples = tr.seqs.size(), dev_examples = dv.seqs.size();
+  progress.message((resume ? "resuming training on " : "training on ") + std::to_string(train_examples) +
+                   " examples (" + format_name(train.format) + "), dev " + std::to_string(dev_examples) + ", " +
                    std::to_string(opt.threads) + " threads");
   if (tr.truncated)
     progress.message("note: " + std::to_string(tr.truncated) + " training texts are longer than max-len " +
-                     std::to_string(config.max_len) + " and were cut for training");
+                     std::to_string(model.config.max_len) + " and were cut for training");
 
-  const std::int64_t per_epoch = (static_cast<std::int64_t>(tr.seqs.size()) + opt.batch - 1) / opt.batch;
-  const std::int64_t total = per_epoch * opt.epochs;
-  const std::int64_t warmup = static_cast<std::int64_t>(std::llround(opt.warmup * double(total)));
-  AdamW<float> adam(opt.adam, model.net.layout());
-  ModelCache<float> cache;
-  DataParallel<float> runner(opt.threads);
-  AlignedVector<float> best_params = model.net.params();
-  DevScore best;
-  std::int64_t best_epoch = 0, step = 0, start_epoch = 1, start_batch = 0;
-  double start_loss = 0;
-  nlohmann::json history = nlohmann::json::array();
-  std::int64_t examples_seen = 0;
-  if (resume) {
-    const nlohmann::json& st = resume->state();
-    try {
-      if (st.at("per_epoch").get<std::int64_t>() != per_epoch)
-        throw Error("the training data differ from the checkpoint's (" + std::to_string(per_epoch) +
-                    " batches per epoch, the checkpoint has " + std::to_string(st.at("per_epoch").get<std::int64_t>()) +
-                    ")");
-      step = st.at("step").get<std::int64_t>();
-      start_epoch = st.at("epoch").get<std::int64_t>();
-      start_batch = st.at("batch").get<std::int64_t>();
-      start_loss = st.at("epoch_loss").get<double>();
-      best_epoch = st.at("best_epoch").get<std::int64_t>();
-      best.loss = st.at("best_loss").get<double>();
-      best.accuracy = st.at("best_accuracy").get<double>();
-      best.f1 = st.at("best_f1").get<double>();
-      history = st.at("history");
-      examples_seen = st.at("examples_seen").get<std::int64_t>();
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(std::string("the checkpoint's training state is damaged (") + e.what() + ")");
-    }
-    if (start_epoch < 1 || start_epoch > opt.epochs || start_batch < 0 || start_batch > per_epoch || step < 0 ||
-        step > total)
-      throw Error("the checkpoint's training state is out of range");
-    adam.m().assign(resume->adam_m.begin(), resume->adam_m.end());
-    adam.v().assign(resume->adam_v.begin(), resume->adam_v.end());
-    adam.set_steps(step);
-    best_params.assign(resume->best.begin(), resume->best.end());
-  }
-  auto started = std::chrono::steady_clock::now();
-  const std::int64_t examples_at_start = examples_seen;
-
-  // The state that, saved after a step or an epoch, lets --resume continue
-  // exactly where this run stopped.
-  auto checkpoint = [&](std::int64_t epoch, std::int64_t batch_index, double epoch_loss) {
-    Checkpoint c{model, {adam.m().begin(), adam.m().end()}, {adam.v().begin(), adam.v().end()},
-                 {best_params.begin(), best_params.end()}};
-    c.model.training = {{"checkpoint",
-                         {{"options", options_json(opt)},
-                          {"init", from_init},
-                          {"per_epoch", per_epoch},
-                          {"step", step},
-                          {"epoch", epoch},
-                          {"batch", batch_index},
-                          {"epoch_loss", epoch_loss},
-                          {"best_epoch", best_epoch},
-                          {"best_loss", best.loss},
-                          {"best_accuracy", best.accuracy},
-                          {"best_f1", best.f1},
-                          {"history", history},
-                          {"examples_seen", examples_seen},
-                          {"run", opt.run}}}};
-    save_checkpoint(opt.checkpoint_path, c);
-  };
-
-  std::ofstream log;
-  if (!opt.log_path.empty()) {
-    log.open(opt.log_path, resume ? std::ios::app : std::ios::trunc);
-    if (!log) throw Error(opt.log_path + ": cannot open the log for writing");
-  }
-  double lr = 0;
-  for (std::int64_t epoch = start_epoch; epoch <= opt.epochs; ++epoch) {
-    std::uint64_t epoch_seed = opt.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
-    double epoch_loss = epoch == start_epoch ? start_loss : 0;
-    const auto plan = bucketed_batches(tr.lengths, static_cast<std::size_t>(opt.batch), &epoch_seed);
-    for (std::size_t bi = epoch == start_epoch ? static_cast<std::size_t>(start_batch) : 0; bi < plan.size(); ++bi) {
-      Batch batch = batch_of(tr, plan[bi]);
-      DropoutRng rng{opt.seed, static_cast<std::uint64_t>(step), config.dropout};
-      lr = opt.adam.lr * lr_multiplier(step, warmup, total);
-      float loss = opt.nan_at_step == step + 1 ? std::numeric_limits<float>::quiet_NaN()
-                                               : train_step(model.net, adam, runner, batch, rng, lr);
-      if (!std::isfinite(loss)) {
-        std::string kept = opt.checkpoint_path.empty() ? ""
-                           : epoch > 1 ? "; the last good checkpoint, from the end of epoch " + std::to_string(epoch - 1) +
-                                             ", is " + opt.checkpoint_path
-                                       : "; no checkpoint yet (the first epoch had not ended)";
-        throw Error("training diverged: the loss is not finite at step " + std::to_string(step + 1) +
-                    " (try a lower --lr)" + kept);
-      }
-      ++step;
-      examples_seen += batch.size;
-      epoch_loss += loss * double(batch.size);
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      progress.update({epoch, opt.epochs, step, total, loss, lr,
-                       secs > 0 ? double(examples_seen - examples_at_start) / secs : 0.0});
-      if (opt.interrupt_at_step == step) std::raise(opt.interrupt_signal);  // tests: a signal at an exact step
-      if (int sig = opt.stop_signal ? opt.stop_signal() : 0) {
-        progress.finish();
-        if (opt.checkpoint_path.empty()) throw Interrupted(sig, step, "");
-        checkpoint(epoch, static_cast<std::int64_t>(bi) + 1, epoch_loss);
-        throw Interrupted(sig, step, opt.checkpoint_path);
-      }
-    }
-    DevScore score = evaluate(model, dv, opt.batch, cache);
-    bool improved = best_epoch == 0 || score.f1 > best.f1 || (score.f1 == best.f1 && score.loss < best.loss);
-    if (improved) {
-      best = score;
-      best_epoch = epoch;
-      best_params = model.net.params();
-    }
-    double train_loss = epoch_loss / double(tr.seqs.size());
-    history.push_back({{"epoch", epoch}, {"step", step}, {"train_loss", train_loss}, {"dev_loss", score.loss},
-                       {"dev_accuracy", score.accuracy}, {"dev_macro_f1", score.f1}});
-    if (log.is_open()) {  // timings vary between runs, so they go to the log, not into the model
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      nlohmann::json record = history.back();
-      record["lr"] = lr;
-      record["examples_per_s"] = secs > 0 ? double(examples_seen - examples_at_start) / secs : 0.0;
-      log << record.dump() << '\n' << std::flush;
-      if (!log) throw Error(opt.log_path + ": write failed");
-    }
-    progress.message("epoch " + std::to_string(epoch) + "/" + std::to_string(opt.epochs) +
-                     fmt("  train loss %.4f  dev loss %.4f  dev acc %.4f", train_loss, score.loss, score.accuracy) +
-                     fmt("  dev macro-F1 %.4f", score.f1, 0, 0) + (improved ? "  (best)" : ""));
-    // Each finished epoch is a point to resume from, also after a crash.
-    if (!opt.checkpoint_path.empty() && epoch < opt.epochs) checkpoint(epoch + 1, 0, 0.0);
-  }
-  progress.finish();
-  model.net.params() = best_params;
-  // File names without directories: the same data trained elsewhere gives the same bytes.
-  auto base_name = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
-  model.training = {{"data", base_name(train.name)},
-                    {"train_examples", tr.seqs.size()},
-                    {"dev", base_name(dev.name)},
-                    {"dev_examples", dv.seqs.size()},
-                    {"epochs", opt.epochs},
-                    {"steps", total},
-                    {"best_epoch", best_epoch},
-                    {"dev_loss", best.loss},
-                    {"dev_accuracy", best.accuracy},
-                    {"dev_macro_f1", best.f1},
-                    {"batch", opt.batch},
-                    {"lr", opt.adam.lr},
-                    {"warmup", opt.warmup},
-                    {"weight_decay", opt.adam.weight_decay},
-                    {"clip_norm", opt.adam.clip_norm},
-                    {"dropout", config.dropout},
-                    {"seed", opt.seed},
-                    {"min_count", opt.min_count},
-                    {"threads", opt.threads},
-                    {"init", from_init},
-                    {"history", history},
-                    {"zibert_version", ZIBERT_VERSION}};
+  Loop loop(model, std::move(tr), std::move(dv), opt, progress, hooks);
+  if (resume) loop.restore(*resume);
+  loop.run(resume != nullptr, from_init);
+  model.training = training_record(train, dev, train_examples, dev_examples, opt, loop, model.config.dropout);
   return model;
 }
 

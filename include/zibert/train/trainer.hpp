@@ -3,38 +3,17 @@
 #pragma once
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 
-#include "zibert/text/dataset.hpp"
 #include "zibert/base/error.hpp"
-#include "zibert/model/model_file.hpp"
-#include "zibert/train/optimizer.hpp"
-#include "zibert/train/data_parallel.hpp"
 #include "zibert/base/progress.hpp"
+#include "zibert/model/model_file.hpp"
+#include "zibert/text/dataset.hpp"
+#include "zibert/train/checkpoint.hpp"
+#include "zibert/train/data_parallel.hpp"
+#include "zibert/train/optimizer.hpp"
 
 namespace zibert {
-
-struct TrainOptions {
-  ModelConfig shape;        // layers, heads, dim, ffn, max_len, dropout (vocab and labels come from data)
-  std::int64_t epochs = 10;
-  std::int64_t batch = 32;
-  AdamWConfig adam;
-  double warmup = 0.1;      // fraction of all steps spent warming up
-  std::uint64_t seed = 42;
-  std::int64_t min_count = 1;
-  bool lowercase = false;
-  std::string positive;     // positive label of a binary model; "" = guess
-  int threads = 1;          // recorded in the model (results depend on it)
-  std::string log_path;     // --log: one JSON line per evaluation ("" = none)
-  // Interruption and resumption (train --resume):
-  std::string checkpoint_path;          // written at each epoch's end and on a stop ("" = none)
-  std::function<int()> stop_signal;     // polled after every step: a signal number asks to stop
-  std::int64_t interrupt_at_step = -1;  // tests: raise interrupt_signal right after this step
-  int interrupt_signal = 2;             // SIGINT
-  std::int64_t nan_at_step = -1;        // tests: this step's loss comes out NaN (no update)
-  nlohmann::json run;                   // the caller's own record, kept in checkpoints (data paths, out)
-};
 
 // Training stopped by a signal after `step`; the checkpoint (if any) is saved.
 struct Interrupted : Error {
@@ -45,21 +24,24 @@ struct Interrupted : Error {
   std::string checkpoint;
 };
 
-// The options as a checkpoint records them, and back.
-nlohmann::json options_json(const TrainOptions& options);
-TrainOptions options_from_json(const nlohmann::json& j);
-
-// How well a model does on labelled sequences, as training reports it.
-struct DevScore {
-  double loss = 0, accuracy = 0, f1 = 0;
+// What the caller (the CLI, or a test) hooks into the loop. Neither is an
+// option of the run: they are seams.
+struct TrainHooks {
+  // Polled after every step: a signal number asks to stop (checkpoint, Interrupted).
+  std::function<int()> stop_signal;
+  // Called with each step's number (1-based) and its loss, before the loss
+  // is checked; tests use it to raise a signal at an exact step or to make a
+  // loss non-finite.
+  std::function<void(std::int64_t step, float& loss)> after_step;
 };
 
 // Trains on train, evaluates on dev each epoch; init (optional) supplies the
-// starting weights, vocabulary and labels.
-// resume (optional) continues a checkpoint's run exactly: the same options
-// and data give the same model as an uninterrupted run.
+// starting weights, vocabulary and labels. resume (optional) continues a
+// checkpoint's run exactly: the same options and data give the same model as
+// an uninterrupted run.
 Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& options,
-                            Progress& progress, const Classifier* init = nullptr, const Checkpoint* resume = nullptr);
+                            Progress& progress, const Classifier* init = nullptr, const Checkpoint* resume = nullptr,
+                            const TrainHooks& hooks = {});
 
 // One optimisation step on a labelled batch: forward with dropout, backward,
 // gradient clipping, AdamW at learning rate lr. A non-finite loss leaves the

@@ -1,0 +1,61 @@
+// Where a training run is, as the checkpoint records it: TrainState to and
+// from JSON, and the options that started the run. With the weights, AdamW's
+// moments and the best epoch's weights (model/model_file.hpp's Checkpoint),
+// it is all --resume needs to continue exactly.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "zibert/model/config.hpp"
+#include "zibert/train/optimizer.hpp"
+
+namespace zibert {
+
+struct TrainOptions {
+  ModelConfig shape;        // layers, heads, dim, ffn, max_len, dropout (vocab and labels come from data)
+  std::int64_t epochs = 10;
+  std::int64_t batch = 32;
+  AdamWConfig adam;
+  double warmup = 0.1;      // fraction of all steps spent warming up
+  std::uint64_t seed = 42;
+  std::int64_t min_count = 1;
+  bool lowercase = false;
+  std::string positive;     // positive label of a binary model; "" = guess
+  std::string windows = "mean";  // how a long text's windows combine: max, mean or first (model/classifier.hpp)
+  int threads = 1;          // recorded in the model (results depend on it)
+  std::string log_path;     // --log: one JSON line per evaluation ("" = none)
+  std::string checkpoint_path;  // written at each epoch's end and on a stop ("" = none)
+  nlohmann::json run;       // the caller's own record, kept in checkpoints (data paths, out)
+};
+
+// The options as a checkpoint records them, and back. The shape is
+// config_to_json's form, the one JSON form of a ModelConfig.
+nlohmann::json options_json(const TrainOptions& options);
+TrainOptions options_from_json(const nlohmann::json& j);
+
+// How well a model does on the dev set, as training reports it.
+struct DevScore {
+  double loss = 0, accuracy = 0, f1 = 0;
+};
+
+struct TrainState {
+  bool init = false;             // the run started from a model (train --init)
+  std::int64_t per_epoch = 0;    // batches per epoch
+  std::int64_t step = 0;         // steps done
+  std::int64_t epoch = 1;        // the epoch under way (1-based)
+  std::int64_t batch = 0;        // batches of it done
+  double epoch_loss = 0;         // its summed example losses so far
+  std::int64_t best_epoch = 0;   // 0 until an epoch has been scored
+  DevScore best;
+  nlohmann::json history = nlohmann::json::array();  // one record per scored epoch
+  std::int64_t examples_seen = 0;
+
+  // {"options": …, "run": …, and the fields above}; throws Error when the
+  // JSON is damaged or out of range for total steps and epochs.
+  nlohmann::json to_json(const TrainOptions& options) const;
+  static TrainState from_json(const nlohmann::json& j);
+};
+
+}  // namespace zibert

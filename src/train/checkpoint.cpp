@@ -1,0 +1,77 @@
+#include "zibert/train/checkpoint.hpp"
+
+#include "zibert/base/error.hpp"
+
+namespace zibert {
+
+nlohmann::json options_json(const TrainOptions& o) {
+  return {{"epochs", o.epochs},         {"batch", o.batch},
+          {"lr", o.adam.lr},            {"beta1", o.adam.beta1},
+          {"beta2", o.adam.beta2},      {"eps", o.adam.eps},
+          {"weight_decay", o.adam.weight_decay}, {"clip_norm", o.adam.clip_norm},
+          {"warmup", o.warmup},         {"seed", o.seed},
+          {"min_count", o.min_count},   {"lowercase", o.lowercase},
+          {"positive", o.positive},     {"windows", o.windows},
+          {"threads", o.threads},       {"shape", config_to_json(o.shape)}};
+}
+
+TrainOptions options_from_json(const nlohmann::json& j) {
+  TrainOptions o;
+  o.epochs = j.at("epochs").get<std::int64_t>();
+  o.batch = j.at("batch").get<std::int64_t>();
+  o.adam.lr = j.at("lr").get<double>();
+  o.adam.beta1 = j.at("beta1").get<double>();
+  o.adam.beta2 = j.at("beta2").get<double>();
+  o.adam.eps = j.at("eps").get<double>();
+  o.adam.weight_decay = j.at("weight_decay").get<double>();
+  o.adam.clip_norm = j.at("clip_norm").get<double>();
+  o.warmup = j.at("warmup").get<double>();
+  o.seed = j.at("seed").get<std::uint64_t>();
+  o.min_count = j.at("min_count").get<std::int64_t>();
+  o.lowercase = j.at("lowercase").get<bool>();
+  o.positive = j.at("positive").get<std::string>();
+  o.windows = j.at("windows").get<std::string>();
+  o.threads = j.at("threads").get<int>();
+  o.shape = config_from_json(j.at("shape"));
+  return o;
+}
+
+nlohmann::json TrainState::to_json(const TrainOptions& options) const {
+  return {{"options", options_json(options)},
+          {"init", init},
+          {"per_epoch", per_epoch},
+          {"step", step},
+          {"epoch", epoch},
+          {"batch", batch},
+          {"epoch_loss", epoch_loss},
+          {"best_epoch", best_epoch},
+          {"best_loss", best.loss},
+          {"best_accuracy", best.accuracy},
+          {"best_f1", best.f1},
+          {"history", history},
+          {"examples_seen", examples_seen},
+          {"run", options.run}};
+}
+
+TrainState TrainState::from_json(const nlohmann::json& j) {
+  TrainState s;
+  try {
+    s.init = j.value("init", false);
+    s.per_epoch = j.at("per_epoch").get<std::int64_t>();
+    s.step = j.at("step").get<std::int64_t>();
+    s.epoch = j.at("epoch").get<std::int64_t>();
+    s.batch = j.at("batch").get<std::int64_t>();
+    s.epoch_loss = j.at("epoch_loss").get<double>();
+    s.best_epoch = j.at("best_epoch").get<std::int64_t>();
+    s.best.loss = j.at("best_loss").get<double>();
+    s.best.accuracy = j.at("best_accuracy").get<double>();
+    s.best.f1 = j.at("best_f1").get<double>();
+    s.history = j.at("history");
+    s.examples_seen = j.at("examples_seen").get<std::int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("the checkpoint's training state is damaged (") + e.what() + ")");
+  }
+  return s;
+}
+
+}  // namespace zibert
