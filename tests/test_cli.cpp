@@ -150,6 +150,43 @@ TEST_CASE("train reads TSV and fastText and JSONL and info and eval describe the
   CHECK_THAT(ev.out, Catch::Contains("accuracy") && Catch::Contains("confusion"));
 }
 
+TEST_CASE("the dev accuracy a model records is what eval says on the same file, long texts included", "[cli][train]") {
+  std::string dir = temp_dir();
+  // Texts of 5 to 40 characters against a window of 14: many have several.
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/train.tsv 240 5 --pool 100 "
+                    "--min-len 5 --max-len 40").status == 0);
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/dev.tsv 120 6 --pool 100 "
+                    "--min-len 20 --max-len 40").status == 0);
+  auto windows = GENERATE(as<std::string>{}, "mean", "max", "first");
+  RunResult r = run_zibert("train --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv --out " + dir +
+                           "/m.safetensors --epochs 3 --dim 16 --heads 2 --ffn 32 --max-len 16 --threads 2 -q "
+                           "--windows " + windows);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  nlohmann::json info = nlohmann::json::parse(run_zibert("info --json -m " + dir + "/m.safetensors").out);
+  CHECK(info["windows"] == windows);
+  CHECK(info["windows_recorded"] == true);
+  RunResult ev = run_zibert("eval --json -m " + dir + "/m.safetensors --data " + dir + "/dev.tsv");
+  REQUIRE(ev.status == 0);
+  nlohmann::json metrics = nlohmann::json::parse(ev.out);
+  CHECK(info["training"]["dev_accuracy"].get<double>() == metrics["accuracy"].get<double>());
+  CHECK(info["training"]["dev_macro_f1"].get<double>() == metrics["macro_f1"].get<double>());
+  const nlohmann::json& best = info["training"]["history"][info["training"]["best_epoch"].get<int>() - 1];
+  CHECK(best["dev_accuracy"] == info["training"]["dev_accuracy"]);
+}
+
+TEST_CASE("train --windows is checked, and a model without it combines as before", "[cli][train]") {
+  std::string dir = temp_dir();
+  REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 40, 4)).status == 0);
+  RunResult bad = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/m.safetensors --windows all");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--windows"));
+  RunResult info = run_zibert("info --json -m " + tiny_model_path());
+  nlohmann::json j = nlohmann::json::parse(info.out);
+  CHECK(j["windows"] == "max");  // binary with a positive label, and nothing recorded
+  CHECK(j["windows_recorded"] == false);
+}
+
 TEST_CASE("the same data and flags and seed and threads give a byte-identical model", "[cli][train]") {
   std::string dir = temp_dir();
   REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 300, 4)).status == 0);

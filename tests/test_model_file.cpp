@@ -7,6 +7,7 @@
 #include "helpers.hpp"
 #include "zibert/nn/gemm.hpp"
 #include "zibert/infer/predictor.hpp"
+#include "zibert/model/batch.hpp"
 #include "zibert/model/safetensors.hpp"
 
 using namespace zibert;
@@ -243,4 +244,53 @@ TEST_CASE("NaN weights are rejected", "[model_file]") {
   Classifier model = tiny_classifier();
   model.net.params()[3] = std::nanf("");
   CHECK_THROWS_WITH(decode_model(encode_model(model), "nan.safetensors"), Catch::Contains("NaN"));
+}
+
+TEST_CASE("a long text's windows combine as the model records: max, mean or first", "[model_file][predictor]") {
+  Classifier model = tiny_classifier(9);
+  for (float& w : model.net.params()) w *= 25.0f;  // predictions far from uniform
+  const std::int64_t width = model.config.max_len - 2;
+  std::vector<std::int32_t> ids = model.tokenizer.encode("他们点了一坛佛跳墙，说是镇店之宝。狗急跳墙，他终于说出了实话。年夜饭的压轴菜");
+  REQUIRE(static_cast<std::int64_t>(ids.size()) > 2 * width);
+  const std::vector<std::int64_t> starts = window_starts(static_cast<std::int64_t>(ids.size()), width);
+  REQUIRE(starts.size() >= 3);
+  // Each window alone, as a text of its own.
+  std::vector<std::vector<float>> alone;
+  for (std::int64_t s : starts) {
+    Predictor p(model);
+    const std::int64_t end = std::min<std::int64_t>(s + width, static_cast<std::int64_t>(ids.size()));
+    alone.push_back(p.predict_ids({std::vector<std::int32_t>(ids.begin() + s, ids.begin() + end)})[0].probs);
+  }
+  const std::int32_t pos = model.positive_id();
+  auto whole = [&](Windows w) {
+    model.windows = w;
+    Predictor p(model);
+    return p.predict_ids({ids})[0];
+  };
+  const Prediction first = whole(Windows::first), mean = whole(Windows::mean), max = whole(Windows::max);
+  // Equal bits with the native product (a row does not depend on its batch), to rounding with Eigen's.
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    if (gemm_is_native()) return a == b;
+    for (std::size_t c = 0; c < a.size(); ++c)
+      if (std::abs(a[c] - b[c]) > 1e-6f) return false;
+    return true;
+  };
+  CHECK(same(first.probs, alone[0]));
+  CHECK(first.offset == 0);
+  std::size_t best = 0;
+  for (std::size_t w = 0; w < alone.size(); ++w)
+    if (alone[w][pos] > alone[best][pos]) best = w;
+  CHECK(same(max.probs, alone[best]));
+  CHECK(max.offset == starts[best]);
+  for (std::size_t c = 0; c < mean.probs.size(); ++c) {
+    float sum = 0;
+    for (const auto& a : alone) sum += a[c];
+    CHECK(mean.probs[c] == Approx(sum / float(alone.size())).margin(1e-6));
+  }
+  // The label follows the combined probabilities.
+  CHECK(mean.label == (mean.probs[pos] >= 0.5f ? pos : 1 - pos));
+  // Saved and loaded, the choice stays; a bad one in a file is refused.
+  model.windows = Windows::first;
+  const std::string bytes = encode_model(model);
+  CHECK(decode_model(bytes, "m").windows == Windows::first);
 }

@@ -26,6 +26,8 @@ int run_info(const InfoCli& o) {
   j["labels"] = m.labels;
   j["positive_label"] = m.positive;
   j["lowercase"] = m.tokenizer.normalization().lowercase;
+  j["windows"] = windows_name(m.window_combine());
+  j["windows_recorded"] = m.windows.has_value();
   j["training"] = m.training;
   if (o.json) {
     std::string out = j.dump(2) + "\n";
@@ -43,6 +45,8 @@ int run_info(const InfoCli& o) {
               m.tokenizer.normalization().lowercase ? ", case-folded" : "");
   std::string labels;
   for (const auto& l : m.labels) labels += (labels.empty() ? "" : ", ") + l;
+  std::printf("windows     %s%s\n", windows_name(m.window_combine()),
+              m.windows ? "" : " (not recorded: this model predates train --windows)");
   std::printf("labels      %s%s\n", labels.c_str(), m.positive.empty() ? "" : (" (positive: " + m.positive + ")").c_str());
   const nlohmann::json& t = m.training;
   if (t.contains("train_examples")) {

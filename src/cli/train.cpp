@@ -196,6 +196,9 @@ Runner setup_train(CLI::App& app) {
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_flag("--lowercase", o->train.lowercase, "Case-fold text (stored in the model)");
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
+  app.add_option("--windows", o->train.windows, "How a long text's windows combine, recorded in the model: max of "
+                                                "P(positive) (mention detectors), mean (default), first")
+      ->check(CLI::IsMember({"max", "mean", "first"}));
   add_threads_option(app, o->threads);
   app.add_flag("-q,--quiet", o->quiet, "No progress output");
   app.add_option("--log", o->train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "

@@ -10,12 +10,6 @@
 namespace zibert {
 namespace {
 constexpr std::size_t kBatchWindows = 32;
-
-struct Window {
-  std::size_t text;
-  std::int64_t start;
-  std::vector<std::int32_t> ids;  // with [CLS] and [SEP]
-};
 }  // namespace
 
 Predictor::Predictor(const Classifier& model, double threshold, bool tables)
@@ -71,37 +65,49 @@ std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std
       for (std::size_t c = 0; c < k; ++c) window_probs[members[b][r] * k + c] = probs(static_cast<Index>(r), c);
   }, tables_.get());
 
-  std::vector<Prediction> out(texts.size());
-  std::vector<float> best(texts.size(), -1.0f);
-  std::vector<std::int64_t> count(texts.size(), 0);
+  return combine(windows, window_probs, texts.size());
+}
+
+// The windows' probabilities (windows, K) combined per text as the model
+// says (Classifier::window_combine), and the label decided.
+std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
+                                           std::size_t n_texts) const {
+  const std::size_t k = model_.labels.size();
+  const Windows how = model_.window_combine();
+  std::vector<Prediction> out(n_texts);
+  std::vector<float> best(n_texts, -1.0f);
+  std::vector<std::int64_t> count(n_texts, 0);
   for (auto& p : out) p.probs.assign(k, 0.0f);
   for (std::size_t w = 0; w < windows.size(); ++w) {
-    Prediction& p = out[windows[w].text];
+    const std::size_t t = windows[w].text;
+    Prediction& p = out[t];
     const float* wp = &window_probs[w * k];
-    ++count[windows[w].text];
-    if (binary()) {
-      if (wp[positive_] > best[windows[w].text]) {
-        best[windows[w].text] = wp[positive_];
+    ++count[t];
+    if (how == Windows::max) {  // the window with the highest P(positive) decides
+      if (wp[positive_] > best[t]) {
+        best[t] = wp[positive_];
         std::copy(wp, wp + k, p.probs.begin());
         p.offset = windows[w].start;
       }
-    } else {
+    } else if (how == Windows::first) {
+      if (windows[w].start == 0) std::copy(wp, wp + k, p.probs.begin());
+    } else {  // mean; the offset is that of the most confident window
       for (std::size_t c = 0; c < k; ++c) p.probs[c] += wp[c];
       float top = *std::max_element(wp, wp + k);
-      if (top > best[windows[w].text]) {
-        best[windows[w].text] = top;
+      if (top > best[t]) {
+        best[t] = top;
         p.offset = windows[w].start;
       }
     }
   }
   for (std::size_t t = 0; t < out.size(); ++t) {
     Prediction& p = out[t];
-    if (binary()) {
-      p.label = p.probs[positive_] >= threshold_ ? positive_ : 1 - positive_;
-    } else {
+    if (how == Windows::mean)
       for (float& v : p.probs) v /= float(count[t]);
+    if (binary())
+      p.label = p.probs[positive_] >= threshold_ ? positive_ : 1 - positive_;
+    else
       p.label = static_cast<std::int32_t>(std::max_element(p.probs.begin(), p.probs.end()) - p.probs.begin());
-    }
     p.prob = p.probs[p.label];
   }
   return out;

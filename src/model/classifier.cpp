@@ -1,11 +1,33 @@
 #include "zibert/model/classifier.hpp"
 
+#include "zibert/base/error.hpp"
+
 namespace zibert {
 
 std::int32_t Classifier::label_id(const std::string& name) const {
   for (std::size_t i = 0; i < labels.size(); ++i)
     if (labels[i] == name) return static_cast<std::int32_t>(i);
   return -1;
+}
+
+const char* windows_name(Windows w) {
+  switch (w) {
+    case Windows::max: return "max";
+    case Windows::mean: return "mean";
+    case Windows::first: return "first";
+  }
+  return "?";
+}
+
+Windows windows_from_name(const std::string& name) {
+  for (Windows w : {Windows::max, Windows::mean, Windows::first})
+    if (name == windows_name(w)) return w;
+  throw Error("windows must be max, mean or first, not \"" + name + "\"");
+}
+
+Windows Classifier::window_combine() const {
+  if (windows) return *windows;
+  return positive_id() >= 0 && labels.size() == 2 ? Windows::max : Windows::mean;
 }
 
 }  // namespace zibert

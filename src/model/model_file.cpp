@@ -20,6 +20,7 @@ std::string encode_with(const Classifier& model, const std::vector<TensorRef>& e
   meta["positive_label"] = model.positive;
   meta["normalization"] = nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
   meta["training"] = model.training.is_null() ? "{}" : model.training.dump();
+  if (model.windows) meta["windows"] = windows_name(*model.windows);
   std::vector<TensorRef> tensors;
   for (const TensorInfo& t : model.net.layout())
     tensors.push_back({t.name, t.shape, model.net.params().data() + t.offset});
@@ -148,6 +149,15 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
                    Bert<float>(config, /*trainable=*/false)};
   if (!model.positive.empty() && model.label_id(model.positive) < 0)
     throw bad("positive label \"" + model.positive + "\" is not one of the labels");
+  if (auto it = file.metadata.find("windows"); it != file.metadata.end()) {
+    try {
+      model.windows = windows_from_name(it->second);
+    } catch (const Error& e) {
+      throw bad(std::string("metadata \"windows\": ") + e.what());
+    }
+    if (*model.windows == Windows::max && model.positive_id() < 0)
+      throw bad("metadata \"windows\" is max, which needs a binary model with a positive label");
+  }
   std::size_t used = 0;
   for (const TensorInfo& t : model.net.layout()) {
     auto it = file.tensors.find(t.name);

@@ -34,7 +34,8 @@ Metrics compute_metrics(const std::vector<std::string>& labels, const std::vecto
     s.support = actual;
     s.precision = pred ? double(tp) / double(pred) : 0.0;
     s.recall = actual ? double(tp) / double(actual) : 0.0;
-    s.f1 = s.precision + s.recall > 0 ? 2 * s.precision * s.recall / (s.precision + s.recall) : 0.0;
+    // 2PR/(P+R) with the ratios cancelled: one rounding, the same bits wherever it is computed.
+    s.f1 = tp ? 2.0 * double(tp) / double(pred + actual) : 0.0;
     m.per_label.push_back(s);
     m.macro_f1 += s.f1 / double(k);
   }

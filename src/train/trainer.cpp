@@ -7,7 +7,9 @@
 #include <fstream>
 #include <set>
 
+#include "zibert/infer/predictor.hpp"
 #include "zibert/model/batch.hpp"
+#include "zibert/train/metrics.hpp"
 
 namespace zibert {
 namespace {
@@ -64,6 +66,12 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
     config.labels = static_cast<std::int64_t>(labels.size());
   }
   Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config)};
+  // How long texts' windows combine: as asked, else as the starting model did, else mean.
+  model.windows = !opt.windows.empty() ? windows_from_name(opt.windows)
+                  : base && base->windows ? *base->windows
+                                          : Windows::mean;
+  if (*model.windows == Windows::max && !(model.positive_id() >= 0 && labels.size() == 2))
+    throw Error("--windows max needs a binary model with a positive label (--positive)");
   if (base)
     model.net.params() = base->net.params();
   else
@@ -83,45 +91,43 @@ SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32
   return out;
 }
 
-DevScore evaluate(const Classifier& model, const SequenceSet& dev, std::int64_t batch_size, ModelCache<float>& cache) {
-  DevScore score;
-  std::vector<std::int32_t> predicted(dev.labels.size());
+// The dev texts whole (windows cover the long ones) and their labels.
+struct DevSet {
+  std::vector<std::vector<std::int32_t>> ids;  // without [CLS]/[SEP]
+  std::vector<std::int32_t> labels;
+};
+
+DevSet encode_dev(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
+  const SequenceSet checked = encode_all(data, texts, model);  // names a row whose label is unknown
+  DevSet out;
+  out.labels = checked.labels;
+  for (const auto& t : texts) out.ids.push_back(model.tokenizer.ids(t));
+  return out;
+}
+
+// The dev set scored as zibert eval scores it: the Predictor's windows,
+// combined as the model says, and compute_metrics. The loss is the mean of
+// −log P(gold label) of those combined probabilities (floored at 1e-12).
+DevScore evaluate(const Classifier& model, const DevSet& dev) {
+  Predictor predictor(model);  // tables of the weights as they are now
+  const std::vector<Prediction> preds = predictor.predict_ids(dev.ids);
+  std::vector<std::int32_t> predicted;
   double loss_sum = 0;
-  for (const auto& members : bucketed_batches(dev.lengths, static_cast<std::size_t>(batch_size), nullptr)) {
-    Batch batch = batch_of(dev, members);
-    loss_sum += double(model.net.forward(batch, cache, nullptr)) * double(members.size());
-    CMatMap<float> probs(cache.probs.data.data(), batch.size, model.config.labels);
-    for (std::size_t r = 0; r < members.size(); ++r) {
-      Index best = 0;
-      probs.row(static_cast<Index>(r)).maxCoeff(&best);
-      predicted[members[r]] = static_cast<std::int32_t>(best);
-    }
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    predicted.push_back(preds[i].label);
+    loss_sum -= std::log(std::max(double(preds[i].probs[dev.labels[i]]), 1e-12));
   }
-  const std::size_t n = dev.labels.size();
-  std::int64_t correct = 0;
-  for (std::size_t i = 0; i < n; ++i) correct += predicted[i] == dev.labels[i];
-  score.loss = loss_sum / double(n);
-  score.accuracy = double(correct) / double(n);
   // Macro-F1: unlike the positive label's F1 it does not reward predicting
   // everything positive, so it is what picks the best epoch.
-  for (std::int32_t c = 0; c < model.config.labels; ++c) {
-    std::int64_t tp = 0, fp = 0, fn = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      tp += predicted[i] == c && dev.labels[i] == c;
-      fp += predicted[i] == c && dev.labels[i] != c;
-      fn += predicted[i] != c && dev.labels[i] == c;
-    }
-    double f1 = tp ? 2.0 * double(tp) / double(2 * tp + fp + fn) : 0.0;
-    score.f1 += f1 / double(model.config.labels);
-  }
-  return score;
+  const Metrics m = compute_metrics(model.labels, dev.labels, predicted, {});
+  return {loss_sum / double(preds.size()), m.accuracy, m.macro_f1};
 }
 
 // ---- the loop: epochs of AdamW steps, a dev score after each
 
 class Loop {
  public:
-  Loop(Classifier& model, SequenceSet train, SequenceSet dev, const TrainOptions& opt, Progress& progress,
+  Loop(Classifier& model, SequenceSet train, DevSet dev, const TrainOptions& opt, Progress& progress,
        const TrainHooks& hooks)
       : model_(model), train_(std::move(train)), dev_(std::move(dev)), opt_(opt), progress_(progress),
         hooks_(hooks), adam_(opt.adam, model.net.layout()), runner_(opt.threads), best_params_(model.net.params()) {
@@ -209,7 +215,7 @@ class Loop {
 
   // Scores the dev set, keeps the best epoch, logs, and checkpoints the start of the next.
   void score_epoch(std::int64_t epoch) {
-    const DevScore score = evaluate(model_, dev_, opt_.batch, cache_);
+    const DevScore score = evaluate(model_, dev_);
     const bool improved = state_.best_epoch == 0 || score.f1 > state_.best.f1 ||
                           (score.f1 == state_.best.f1 && score.loss < state_.best.loss);
     if (improved) {
@@ -246,13 +252,13 @@ class Loop {
   }
 
   Classifier& model_;
-  const SequenceSet train_, dev_;
+  const SequenceSet train_;
+  const DevSet dev_;
   const TrainOptions& opt_;
   Progress& progress_;
   const TrainHooks& hooks_;
   AdamW<float> adam_;
   DataParallel<float> runner_;
-  ModelCache<float> cache_;
   AlignedVector<float> best_params_;
   TrainState state_;
   std::int64_t total_ = 0, warmup_ = 0, examples_at_start_ = 0;
@@ -307,8 +313,9 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   const Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
   const auto train_texts = normalize_all(train, norm), dev_texts = normalize_all(dev, norm);
   Classifier model = prepare_model(train, train_texts, opt, base);
-  SequenceSet tr = encode_all(train, train_texts, model), dv = encode_all(dev, dev_texts, model);
-  const std::size_t train_examples = tr.seqs.size(), dev_examples = dv.seqs.size();
+  SequenceSet tr = encode_all(train, train_texts, model);
+  DevSet dv = encode_dev(dev, dev_texts, model);
+  const std::size_t train_examples = tr.seqs.size(), dev_examples = dv.ids.size();
   progress.message((resume ? "resuming training on " : "training on ") + std::to_string(train_examples) +
                    " examples (" + format_name(train.format) + "), dev " + std::to_string(dev_examples) + ", " +
                    std::to_string(opt.threads) + " threads");

@@ -1,6 +1,6 @@
 // Inference on texts of any length: each text is cut into overlapping windows
-// of the model's width; a binary model takes the highest P(positive) over the
-// windows (a mention anywhere counts), others average the windows.
+// of the model's width, and the windows' predictions combine as the model
+// says (Classifier::window_combine: max of P(positive), mean, or the first).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -37,6 +37,14 @@ class Predictor {
   std::int64_t padded_tokens() const { return padded_tokens_; }
 
  private:
+  struct Window {
+    std::size_t text;
+    std::int64_t start;
+    std::vector<std::int32_t> ids;  // with [CLS] and [SEP]
+  };
+  std::vector<Prediction> combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
+                                  std::size_t n_texts) const;
+
   const Classifier& model_;
   double threshold_;
   std::int32_t positive_;

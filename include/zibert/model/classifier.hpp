@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,13 @@
 
 namespace zibert {
 
+// How the predictions of a long text's windows combine into the text's:
+// max of P(positive) (a binary model: a mention anywhere counts), mean of
+// the probabilities (sentiment, topic), or the first window alone.
+enum class Windows { max, mean, first };
+const char* windows_name(Windows w);
+Windows windows_from_name(const std::string& name);  // throws Error naming the choices
+
 struct Classifier {
   ModelConfig config;
   Tokenizer tokenizer;
@@ -18,7 +26,11 @@ struct Classifier {
   std::string positive;             // the positive label of a binary model, else ""
   nlohmann::json training;          // how it was trained, dev metrics
   Bert<float> net;
+  // Recorded by train --windows; a model without it combines as zibert did
+  // before: max for a binary model with a positive label, else mean.
+  std::optional<Windows> windows;
 
+  Windows window_combine() const;
   std::int32_t label_id(const std::string& name) const;  // -1 when unknown
   std::int32_t positive_id() const { return positive.empty() ? -1 : label_id(positive); }
 };

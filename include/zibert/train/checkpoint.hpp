@@ -23,7 +23,7 @@ struct TrainOptions {
   std::int64_t min_count = 1;
   bool lowercase = false;
   std::string positive;     // positive label of a binary model; "" = guess
-  std::string windows = "mean";  // how a long text's windows combine: max, mean or first (model/classifier.hpp)
+  std::string windows;      // how a long text's windows combine: max, mean, first; "" = the starting model's, else mean
   int threads = 1;          // recorded in the model (results depend on it)
   std::string log_path;     // --log: one JSON line per evaluation ("" = none)
   std::string checkpoint_path;  // written at each epoch's end and on a stop ("" = none)
