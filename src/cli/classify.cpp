@@ -45,8 +45,8 @@ void write_out(const std::string& text) {
 class Classify {
  public:
   Classify(const ClassifyCli& o, const Classifier& model)
-      : o_(o), model_(model), predictor_(model, o.threshold), norm_(model.tokenizer.normalization()) {
-    norm_.replace_invalid = o.invalid == "replace";
+      : o_(o), model_(model), predictor_(model, o.threshold), tokenizer_(model.tokenizer) {
+    tokenizer_.set_replace_invalid(o.invalid == "replace");
     matching_ = o.filter || o.count || o.quiet;
     if (!o.label.empty()) {
       target_ = model.label_id(o.label);
@@ -76,10 +76,11 @@ class Classify {
  private:
   std::string display(const LineSource& src) const { return src.name() == "-" ? "(standard input)" : src.name(); }
 
-  std::vector<char32_t> normalized(const std::string& text, const LineSource& src, std::int64_t line_no) const {
+  // The line's token ids (Tokenizer::encode: normalised, then mapped).
+  std::vector<std::int32_t> encoded(const std::string& text, const LineSource& src, std::int64_t line_no) const {
     if (text.find('\0') != std::string::npos) throw error_at(src.name(), line_no, "binary file (NUL byte); not text");
     try {
-      return normalize(text, norm_);
+      return tokenizer_.encode(text);
     } catch (const Utf8Error& e) {
       throw Error(src.name() + ":" + std::to_string(line_no) + ":" + std::to_string(e.byte + 1) +
                   ": invalid UTF-8 (--invalid replace carries on)");
@@ -88,7 +89,7 @@ class Classify {
 
   void lines(LineSource& src) {
     std::vector<std::string> chunk;
-    std::vector<std::vector<char32_t>> texts;
+    std::vector<std::vector<std::int32_t>> texts;
     std::int64_t line_no = 0, first = 1, file_matches = 0;
     std::string line;
     bool eof = false;
@@ -104,7 +105,7 @@ class Classify {
             break;
           }
           ++line_no;
-          texts.push_back(normalized(line, src, line_no));
+          texts.push_back(encoded(line, src, line_no));
           chunk.push_back(std::move(line));
         }
       } catch (const Error&) {
@@ -119,9 +120,9 @@ class Classify {
   }
 
   void emit(const LineSource& src, const std::vector<std::string>& chunk,
-            const std::vector<std::vector<char32_t>>& texts, std::int64_t first, std::int64_t& file_matches) {
+            const std::vector<std::vector<std::int32_t>>& texts, std::int64_t first, std::int64_t& file_matches) {
     if (chunk.empty()) return;
-    std::vector<Prediction> preds = predictor_.predict(texts);
+    std::vector<Prediction> preds = predictor_.predict_ids(texts);
     std::string out;
     for (std::size_t i = 0; i < chunk.size(); ++i) {
       const Prediction& p = preds[i];
@@ -174,14 +175,16 @@ class Classify {
   void document(LineSource& src) {
     std::string text, line;
     std::int64_t line_no = 0;
-    std::vector<char32_t> chars;
+    std::vector<std::int32_t> ids;
+    // Lines join with one space, as normalising the whole text would join them.
+    const std::int32_t space = tokenizer_.vocab().id(U' ');
     while (src.next(line)) {  // line by line, so errors can name the line
       ++line_no;
-      std::vector<char32_t> part = normalized(line, src, line_no);
-      if (!chars.empty() && !part.empty()) chars.push_back(U' ');
-      chars.insert(chars.end(), part.begin(), part.end());
+      std::vector<std::int32_t> part = encoded(line, src, line_no);
+      if (!ids.empty() && !part.empty()) ids.push_back(space);
+      ids.insert(ids.end(), part.begin(), part.end());
     }
-    Prediction p = predictor_.predict({chars})[0];
+    Prediction p = predictor_.predict_ids({ids})[0];
     if (matching_) {
       bool hit = p.label == target_;
       matches_ += hit;
@@ -197,7 +200,7 @@ class Classify {
   const ClassifyCli& o_;
   const Classifier& model_;
   Predictor predictor_;
-  Normalization norm_;
+  Tokenizer tokenizer_;  // the model's, with --invalid's choice
   bool matching_ = false, show_names_ = false;
   std::int32_t target_ = -1;
   std::int64_t matches_ = 0;

@@ -31,16 +31,16 @@ int run_eval(const EvalCli& o) {
     for (const auto& l : model.labels) known += (known.empty() ? "\"" : ", \"") + l + "\"";
     throw Error(o.data + ": labels the model does not know: " + names + " (the model's labels are " + known + ")");
   }
-  std::vector<std::vector<char32_t>> texts;
+  std::vector<std::vector<std::int32_t>> texts;
   std::vector<std::int32_t> gold;
   std::vector<std::string> categories;
   for (const Example& ex : data.rows) {
-    texts.push_back(normalize(ex.text, model.tokenizer.normalization()));
+    texts.push_back(model.tokenizer.encode(ex.text));
     gold.push_back(model.label_id(ex.label));
     categories.push_back(ex.category);
   }
   Predictor predictor(model, o.threshold);
-  std::vector<Prediction> preds = predictor.predict(texts);
+  std::vector<Prediction> preds = predictor.predict_ids(texts);
   std::vector<std::int32_t> predicted;
   for (const Prediction& p : preds) predicted.push_back(p.label);
   Metrics m = compute_metrics(model.labels, gold, predicted, data.has_category ? categories : std::vector<std::string>{});
