@@ -9,10 +9,7 @@
 using namespace zibert;
 
 namespace {
-Dataset parse(const std::string& text) {
-  std::istringstream in(text);
-  return parse_dataset(in, "d.tsv");
-}
+Dataset parse(const std::string& text) { return parse_dataset(text, "d.tsv"); }
 }  // namespace
 
 TEST_CASE("formats are detected by content", "[dataset]") {

@@ -95,15 +95,6 @@ std::string file_fingerprint(const std::string& path) {
   return buf;
 }
 
-std::ifstream open_input(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw Error(path + ": " + sys_error());
-  if (S_ISDIR(st.st_mode)) throw Error(path + ": is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open: " + sys_error());
-  return in;
-}
-
 MappedFile::MappedFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(path + ": " + sys_error());

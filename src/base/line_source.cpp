@@ -25,6 +25,13 @@ LineSource LineSource::open(const std::string& path) {
 
 LineSource LineSource::stdin_source() { return LineSource(STDIN_FILENO, "-", false); }
 
+LineSource LineSource::from_bytes(std::string bytes, std::string name) {
+  LineSource src(-1, std::move(name), false);
+  src.buf_ = std::move(bytes);
+  src.eof_ = true;
+  return src;
+}
+
 LineSource::LineSource(LineSource&& o) noexcept
     : fd_(o.fd_), name_(std::move(o.name_)), owned_(o.owned_), buf_(std::move(o.buf_)), pos_(o.pos_), eof_(o.eof_),
       started_(o.started_) {

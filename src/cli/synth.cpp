@@ -6,6 +6,7 @@
 
 #include "cli.hpp"
 #include "zibert/base/io.hpp"
+#include "zibert/base/line_source.hpp"
 #include "zibert/text/synth.hpp"
 #include "zibert/text/tokenizer.hpp"
 
@@ -26,12 +27,11 @@ std::string stem(const std::string& path) {
 std::vector<BaseSentence> read_corpora(const std::vector<std::string>& paths) {
   std::vector<BaseSentence> base;
   for (const std::string& path : paths) {
-    std::ifstream in = open_input(path);
+    LineSource src = LineSource::open(path);
     std::string tag = paths.size() > 1 ? stem(path) : "", line;
     std::int64_t n = 0;
-    while (std::getline(in, line)) {
+    while (src.next(line)) {
       ++n;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
       std::int64_t bad = invalid_utf8_offset(line);
       if (bad >= 0) throw error_at(path, n, "invalid UTF-8 at byte " + std::to_string(bad));
       for (char& c : line)

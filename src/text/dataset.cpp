@@ -1,7 +1,6 @@
 #include "zibert/text/dataset.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "zibert/base/error.hpp"
@@ -129,21 +128,25 @@ Example parse_jsonl(const std::string& line, const std::string& name, std::int64
 }  // namespace
 
 Dataset read_dataset(const std::string& path) {
-  std::ifstream in = open_input(path);
-  return parse_dataset(in, path);
+  LineSource src = LineSource::open(path);
+  return parse_dataset(src);
 }
 
-Dataset parse_dataset(std::istream& in, const std::string& name) {
+Dataset parse_dataset(std::string bytes, const std::string& name) {
+  LineSource src = LineSource::from_bytes(std::move(bytes), name);
+  return parse_dataset(src);
+}
+
+Dataset parse_dataset(LineSource& src) {
   Dataset data;
+  const std::string& name = src.name();
   data.name = name;
   std::string line;
   std::int64_t n = 0;
   bool detected = false;
   TsvColumns cols;
-  while (std::getline(in, line)) {
+  while (src.next(line)) {
     ++n;
-    if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 BOM
-    if (!line.empty() && line.back() == '\r') line.pop_back();
     if (is_blank(line)) continue;
     std::int64_t bad = invalid_utf8_offset(line);
     if (bad >= 0) throw error_at(name, n, "invalid UTF-8 at byte " + std::to_string(bad));
@@ -166,7 +169,6 @@ Dataset parse_dataset(std::istream& in, const std::string& name) {
     if (!ex.category.empty()) data.has_category = true;
     data.rows.push_back(std::move(ex));
   }
-  if (in.bad()) throw Error(name + ": read failed");
   if (data.rows.empty()) throw Error(name + ": no labelled rows");
   return data;
 }

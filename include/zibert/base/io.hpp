@@ -1,6 +1,5 @@
 // File helpers: atomic writes, output-path checks, whole-file reads.
 #pragma once
-#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -17,10 +16,6 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // A fingerprint of a file's bytes (64-bit FNV-1a, hex): checkpoints use it to
 // tell that --resume sees the data the run started with.
 std::string file_fingerprint(const std::string& path);
-
-// Opens a regular file for reading; a clear Error for a missing file, a
-// directory or one without read permission.
-std::ifstream open_input(const std::string& path);
 
 // A file mapped read-only into memory: the model loader reads it in place,
 // with no buffer to allocate, zero and fill.

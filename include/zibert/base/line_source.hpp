@@ -1,5 +1,7 @@
 // Lines from a file or stdin, read in blocks straight from the descriptor so
 // that the caller can tell when no more input is waiting (tail -f | zibert).
+// Every reader of text files goes through it, so a CRLF line end, a UTF-8
+// BOM and a last line without a newline are handled in this one place.
 #pragma once
 #include <string>
 
@@ -9,6 +11,8 @@ class LineSource {
  public:
   static LineSource open(const std::string& path);  // throws Error: missing, directory, unreadable
   static LineSource stdin_source();
+  // Lines of bytes already in memory (tests, fuzz targets); name is for messages.
+  static LineSource from_bytes(std::string bytes, std::string name);
   LineSource(LineSource&& other) noexcept;
   LineSource& operator=(LineSource&&) = delete;
   ~LineSource();

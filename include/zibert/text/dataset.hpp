@@ -2,9 +2,10 @@
 // by content (DESIGN §2 train).
 #pragma once
 #include <cstdint>
-#include <istream>
 #include <string>
 #include <vector>
+
+#include "zibert/base/line_source.hpp"
 
 namespace zibert {
 
@@ -29,7 +30,8 @@ struct Dataset {
 // be a row with a label and a text, or the error names the line. Text must be
 // valid UTF-8 (the error gives line and byte).
 Dataset read_dataset(const std::string& path);
-Dataset parse_dataset(std::istream& in, const std::string& name);
+Dataset parse_dataset(LineSource& lines);
+Dataset parse_dataset(std::string bytes, const std::string& name);  // bytes in memory
 
 // Splits off a seeded fraction as the dev set (used when --dev is not given).
 void split_holdout(Dataset& train, Dataset& dev, double fraction, std::uint64_t seed);
