@@ -80,7 +80,8 @@ TEST_CASE("zibert bench takes texts from a file and rejects bad options", "[benc
   CHECK(j["model"]["vocab_size"] == 5 + 11);  // the specials and the 11 distinct characters
   CHECK(j["data"].get<std::string>().find("3 texts") != std::string::npos);
   for (const char* bad : {" --lengths 9-3", " --lengths x", " --lengths 1-200", " --heads 3", " --seconds 0",
-                          " --train-only --infer-only", " --data /nonexistent.tsv"}) {
+                          " --train-only --infer-only", " --data /nonexistent.tsv", " --layers 0", " --texts 0",
+                          " --dim 99999", " --batch 0", " --seed -1", " --vocab 3"}) {
     INFO(bad);
     r = run_zibert("bench" + shape + bad);
     CHECK(r.status == 2);

@@ -72,7 +72,8 @@ TEST_CASE("LayerNorm backward matches finite differences", "[layers][gradcheck]"
   };
   loss();
   M dx(n, c);
-  ln.backward(r, xhat, rstd, dx);
+  Buffer<double> scratch;
+  ln.backward(r, xhat, rstd, dx, scratch);
   auto num_w = numeric_gradient(w.data(), w.size(), loss);
   CHECK(relative_error(g.data(), num_w.data(), c) <= kTol);
   CHECK(relative_error(g.data() + c, num_w.data() + c, c) <= kTol);

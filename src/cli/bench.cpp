@@ -48,18 +48,18 @@ Runner setup_bench(CLI::App& app) {
       "  zibert bench --layers 4 --dim 128 --ffn 512 --heads 4 --batch 32 --seconds 5\n"
       "  zibert bench --data train.tsv --threads 1 --json");
   ModelConfig& s = o->bench.shape;
-  app.add_option("--layers", s.layers, "Encoder layers L")->capture_default_str();
-  app.add_option("--heads", s.heads, "Attention heads H")->capture_default_str();
-  app.add_option("--dim", s.dim, "Model width C")->capture_default_str();
-  app.add_option("--ffn", s.ffn, "Feed-forward width F")->capture_default_str();
-  app.add_option("--max-len", s.max_len, "Positions, [CLS]/[SEP] included")->capture_default_str();
-  app.add_option("--vocab", s.vocab_size, "Vocabulary size of generated data")->capture_default_str();
-  app.add_option("--batch", o->bench.batch, "Examples per batch")->capture_default_str();
-  app.add_option("--seconds", o->bench.seconds, "Seconds per phase")->capture_default_str();
+  app.add_option("--layers", s.layers, "Encoder layers L")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--heads", s.heads, "Attention heads H")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--dim", s.dim, "Model width C")->check(CLI::Range(2, 4096))->capture_default_str();
+  app.add_option("--ffn", s.ffn, "Feed-forward width F")->check(CLI::Range(1, 16384))->capture_default_str();
+  app.add_option("--max-len", s.max_len, "Positions, [CLS]/[SEP] included")->check(CLI::Range(3, 8192))->capture_default_str();
+  app.add_option("--vocab", s.vocab_size, "Vocabulary size of generated data")->check(CLI::Range(6, 10000000))->capture_default_str();
+  app.add_option("--batch", o->bench.batch, "Examples per training batch (inference batches as classify does)")->check(CLI::Range(1, 65536))->capture_default_str();
+  app.add_option("--seconds", o->bench.seconds, "Seconds per phase")->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   app.add_option("--lengths", o->lengths, "Generated text lengths MIN-MAX in characters, uniform (default 8 to max-len - 2)");
-  app.add_option("--texts", o->bench.texts, "Generated texts")->capture_default_str();
+  app.add_option("--texts", o->bench.texts, "Generated texts")->check(CLI::Range(1, 10000000))->capture_default_str();
   app.add_option("--data", o->bench.data, "Take the texts from this labelled file instead");
-  app.add_option("--seed", o->bench.seed, "Seed of data, weights and dropout")->capture_default_str();
+  app.add_option("--seed", o->bench.seed, "Seed of data, weights and dropout")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--ceiling-size", o->bench.ceiling_size, "n of the n x n x n ceiling product")
       ->check(CLI::Range(64, 8192))
       ->capture_default_str();

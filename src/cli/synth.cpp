@@ -92,7 +92,7 @@ Runner setup_synth(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--corpus", o->corpora, "Unlabelled sentences, one per line (repeatable)")->required();
   app.add_option("--out", o->out, "Output directory (created if missing)")->required();
-  app.add_option("--seed", o->synth.seed, "Random seed")->capture_default_str();
+  app.add_option("--seed", o->synth.seed, "Random seed")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--dev-fraction", o->synth.dev_fraction, "Share of base sentences for dev")
       ->check(CLI::Range(0.0, 0.5))->capture_default_str();
   app.add_option("--test-fraction", o->synth.test_fraction, "Share of base sentences for test")

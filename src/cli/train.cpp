@@ -161,11 +161,13 @@ Runner setup_train(CLI::App& app) {
                             ->check(CLI::ExistingFile);
   // Fault injection for the tests, hidden from --help.
   app.add_option("--interrupt-at-step", o->interrupt_at_step, "Testing: send a signal to itself after this step")
+      ->check(CLI::Range(std::int64_t(-1), std::numeric_limits<std::int64_t>::max()))
       ->group("");
   app.add_option("--interrupt-signal", o->interrupt_signal, "Testing: that signal (2 = SIGINT, 15 = SIGTERM)")
       ->check(CLI::IsMember({2, 15}))
       ->group("");
-  app.add_option("--nan-at-step", o->nan_at_step, "Testing: this step's loss is NaN")->group("");
+  app.add_option("--nan-at-step", o->nan_at_step, "Testing: this step's loss is NaN")
+      ->check(CLI::Range(std::int64_t(-1), std::numeric_limits<std::int64_t>::max()))->group("");
   CLI::Option* init = app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels "
                                      "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);
   app.add_option("--layers", s.layers, "Encoder layers")->check(CLI::Range(1, 64))->capture_default_str();
@@ -191,6 +193,7 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--clip", o->train.adam.clip_norm, "Max gradient norm (0 = no clipping)")
       ->check(CLI::Range(0.0, 1e6))->capture_default_str();
   app.add_option("--seed", o->train.seed, "Random seed (weights, shuffling, dropout, hold-out)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--min-count", o->train.min_count, "Keep characters seen at least this often")
       ->check(CLI::Range(1, 1000000))->capture_default_str();

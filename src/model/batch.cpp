@@ -10,12 +10,19 @@ namespace zibert {
 
 Batch Batch::part(Index from, Index count, bool with_labels) const {
   Batch out;
+  part_into(from, count, out, with_labels);
+  return out;
+}
+
+void Batch::part_into(Index from, Index count, Batch& out, bool with_labels) const {
   out.size = count;
   out.seq = seq;
   out.first = first + from;
   out.ids.assign(ids.begin() + from * seq, ids.begin() + (from + count) * seq);
-  if (with_labels && !labels.empty()) out.labels.assign(labels.begin() + from, labels.begin() + from + count);
-  return out;
+  if (with_labels && !labels.empty())
+    out.labels.assign(labels.begin() + from, labels.begin() + from + count);
+  else
+    out.labels.clear();
 }
 
 std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len) {

@@ -135,8 +135,8 @@ void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xha
 
 template <class T>
 void Embeddings<T>::backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd,
-                             Ref<T> dsum) const {
-  ln.backward(dy, xhat, rstd, dsum);
+                             Ref<T> dsum, Buffer<T>& scratch) const {
+  ln.backward(dy, xhat, rstd, dsum, scratch);
   const Index n = batch.size * batch.seq;
   MatMap<T> dword = word.g();
   for (Index i = 0; i < n; ++i) {
@@ -202,7 +202,7 @@ void Bert<T>::layer_backward(Index l, const CRef<T>& x, bool cls_only, ModelCach
   MatMap<T> dff = cache.grad_ff.view(rows, f);        // (rows, F)
   // y = LN2(hid + dropout(down(GELU(up(hid)))))
   layer.ln2.backward(dy, MatMap<T>(lc.ln2_xhat.data.data(), rows, c), MatMap<T>(lc.ln2_rstd.data.data(), rows, 1),
-                     da);
+                     da, cache.ln_scratch);
   db = da;  // the residual path into hid
   dc = da;
   if (drop) dc.array() *= MatMap<T>(lc.drop2.data.data(), rows, c).array();
@@ -214,7 +214,7 @@ void Bert<T>::layer_backward(Index l, const CRef<T>& x, bool cls_only, ModelCach
   layer.up.backward(MatMap<T>(lc.hidden.data.data(), rows, c), dff, &db_ref, true);
   // hid = LN1(x + dropout(attention(x)))
   layer.ln1.backward(db, MatMap<T>(lc.ln1_xhat.data.data(), rows, c), MatMap<T>(lc.ln1_rstd.data.data(), rows, 1),
-                     da);
+                     da, cache.ln_scratch);
   dc = da;
   if (drop) dc.array() *= MatMap<T>(lc.drop1.data.data(), rows, c).array();
   if (cls_only) {
@@ -336,7 +336,7 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   MatMap<T> dh0(cache.grad_out.data.data(), n, c);
   if (cache.dropout_on) dh0.array() *= MatMap<T>(cache.emb_drop.data.data(), n, c).array();
   embeddings_.backward(batch, dh0, MatMap<T>(cache.emb_xhat.data.data(), n, c),
-                       MatMap<T>(cache.emb_rstd.data.data(), n, 1), cache.grad_a.view(n, c));
+                       MatMap<T>(cache.emb_rstd.data.data(), n, 1), cache.grad_a.view(n, c), cache.ln_scratch);
 }
 
 template struct Embeddings<float>;

@@ -30,9 +30,11 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
   pieces_.resize(static_cast<std::size_t>(parts));
   for (Index p = 0; p < parts; ++p) {
     const Index b0 = batch.size * p / parts, b1 = batch.size * (p + 1) / parts;
-    pieces_[p] = batch.part(b0, b1 - b0);
+    batch.part_into(b0, b1 - b0, pieces_[p]);
   }
-  std::vector<T> losses(static_cast<std::size_t>(parts));
+  losses_.resize(static_cast<std::size_t>(parts));
+  weights_.resize(static_cast<std::size_t>(parts));
+  std::vector<T>& losses = losses_;
   std::exception_ptr error;
 #pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static, 1)
   for (Index p = 0; p < parts; ++p) {
@@ -48,7 +50,7 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
   }
   if (error) std::rethrow_exception(error);
 
-  std::vector<T> weight(static_cast<std::size_t>(parts));
+  std::vector<T>& weight = weights_;
   T loss = 0;
   for (Index p = 0; p < parts; ++p) {
     weight[p] = T(pieces_[p].size) / T(batch.size);

@@ -19,6 +19,8 @@ struct Batch {
   // any and with_labels; first counts from the whole), for splitting over
   // threads or groups.
   Batch part(Index from, Index count, bool with_labels = true) const;
+  // The same into out, reusing its vectors' memory (no allocation once they are large enough).
+  void part_into(Index from, Index count, Batch& out, bool with_labels = true) const;
 };
 
 // [CLS] ids [SEP], with ids cut to max_len − 2.

@@ -62,6 +62,7 @@ struct ModelCache {
   Buffer<T> grad_a, grad_b, grad_c, grad_ff;  // (N, C), (N, C), (N, C), (N, F)
   Buffer<T> grad_in, grad_out;                // (N, C) a layer's dx and dy
   Buffer<T> grad_cls, grad_pooled, grad_logits;
+  Buffer<T> ln_scratch;  // LayerNorm::backward's rows
 };
 
 // x = LayerNorm(word[ids] + pos[0..T)): the embeddings.
@@ -74,7 +75,8 @@ struct Embeddings {
   void forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const;
   // Differentiates y = LN(word[ids] + pos): accumulates into the word and
   // position gradients ([PAD] rows carry none). dsum is scratch (N, C).
-  void backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dsum) const;
+  void backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dsum,
+                Buffer<T>& scratch) const;
 };
 
 template <class T>

@@ -33,7 +33,8 @@ struct LayerNorm {
   // as forward on x + a.
   void forward_sum(const CRef<T>& x, const CRef<T>& a, Ref<T> y) const;
   // Differentiates y = xhat·γ + β, xhat = (x − μ)·rstd: writes dx.
-  void backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dx) const;
+  // scratch: reused between calls, so the step does not allocate.
+  void backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dx, Buffer<T>& scratch) const;
 };
 
 // GELU, exact erf form: y = x · Φ(x).

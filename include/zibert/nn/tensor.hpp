@@ -13,6 +13,9 @@ template <class T> using CMatMap = Eigen::Map<const MatR<T>>;
 template <class T> using Ref = Eigen::Ref<MatR<T>>;
 template <class T> using CRef = Eigen::Ref<const MatR<T>>;
 
+// A row vector viewed in place (a bias, a LayerNorm weight).
+template <class T> using RowMap = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
+
 // A parameter tensor: a (rows, cols) view into the flat parameter buffer and the
 // same view into the flat gradient buffer. Vectors have cols == 1... as rows.
 template <class T>
@@ -23,8 +26,8 @@ struct Param {
   MatMap<T> w() const { return MatMap<T>(value, rows, cols); }
   MatMap<T> g() const { return MatMap<T>(grad, rows, cols); }
   // A bias as a row vector, for broadcasting over token rows.
-  Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> row() const { return {value, rows * cols}; }
-  Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>> grad_row() const { return {grad, rows * cols}; }
+  RowMap<T> row() const { return {value, rows * cols}; }
+  RowMap<T> grad_row() const { return {grad, rows * cols}; }
 };
 
 // Every buffer Eigen computes on starts on a 64-byte boundary. Eigen's

@@ -31,6 +31,7 @@ class DataParallel {
   std::vector<Bert<T>> replicas_;
   std::vector<ModelCache<T>> caches_;
   std::vector<Batch> pieces_;
+  std::vector<T> losses_, weights_;  // per part, kept so that a step allocates nothing
 };
 
 }  // namespace zibert
