@@ -227,7 +227,7 @@ void SelfAttention<T>::forward_cls(const CRef<T>& x, Index batch, Index seq, con
   const Index n = batch * seq, c = x.cols(), d = c / heads;
   const T scale = T(1) / std::sqrt(T(d));
   MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
-  MatMap<T> kv = cache.qkv.view(n, 2 * c);                    // (B*T, 2C): k | v
+  MatMap<T> kv = cache.kv.view(n, 2 * c);                     // (B*T, 2C): k | v
   MatMap<T> probs = cache.probs.view(batch * heads, seq);     // (B*H, T)
   MatMap<T> ctx = cache.ctx.view(batch, c);                   // (B, C)
   for (Index b = 0; b < batch; ++b) xcls.row(b) = x.row(b * seq);
@@ -258,7 +258,7 @@ void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index s
     return Eigen::Map<MatR<T>, 0, Stride>(m + h * c, batch, c, Stride(heads * c));
   };
   MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
-  T* folded = cache.qkv.view(2 * bh, c).data();
+  T* folded = cache.folded.view(2 * bh, c).data();
   MatMap<T> u(folded, bh, c), z(folded + bh * c, bh, c);  // (B*H, C) each
   MatMap<T> probs = cache.probs.view(bh, seq);           // (B*H, T)
   MatMap<T> ctx = cache.ctx.view(batch, c);               // (B, C)
@@ -289,7 +289,7 @@ void SelfAttention<T>::backward_cls(const CRef<T>& x, const CRef<T>& dy, Index b
   const Index n = batch * seq, c = x.cols(), d = c / heads;
   const T scale = T(1) / std::sqrt(T(d));
   MatMap<T> xcls(cache.xcls.data.data(), batch, c), q(cache.qcls.data.data(), batch, c);
-  MatMap<T> kv(cache.qkv.data.data(), n, 2 * c);
+  MatMap<T> kv(cache.kv.data.data(), n, 2 * c);
   MatMap<T> probs(cache.probs.data.data(), batch * heads, seq);
   MatMap<T> ctx(cache.ctx.data.data(), batch, c);
   MatMap<T> dctx = cache.dctx.view(batch, c), dq = cache.dqcls.view(batch, c), dxcls = cache.dxcls.view(batch, c);

@@ -9,21 +9,25 @@ namespace zibert {
 
 template <class T>
 struct AttentionCache {
-  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each ((B*T, 2C) q | v when tied;
-                    // forward_cls's k | v; forward_cls_folded's (2*B*H, C))
-  Buffer<T> probs;  // (B*H*T, T): softmax weights, row (b*H+h)*T+i is query i of head h
-                    // (see forward's keep_probs)
-  Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side
-  Buffer<T> row_sums;  // (threads, T): softmax sums of each query row when the weights are not kept
-  Buffer<T> dqkv;   // (B*T, 3C or 2C) backward scratch
-  Buffer<T> dctx;   // (B*T, C) backward scratch
-  Buffer<T> dprobs; // (threads*T, T) backward scratch, one (T,T) block per thread
-  Buffer<T> key_bias_grad;  // (1, C) saved across the qkv backward
-  // [CLS]-only queries (forward_cls): the qkv buffer holds k | v, these the rest
+  // forward (every row as a query):
+  Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each; (B*T, 2C) q | v when tied
+  Buffer<T> probs;  // kept: (B*H*T, T) softmax weights, row (b*H+h)*T+i is query i of head h;
+                    // not kept (inference): one (T, T) block of unnormalised weights per thread
+  Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side ((B, C) for the [CLS] forms)
+  Buffer<T> row_sums;  // (threads, T): each query row's softmax sum when the weights are not kept
+  // forward_cls (the [CLS] rows as the only queries): probs is then (B*H, T)
+  Buffer<T> kv;     // (B*T, 2C): k | v of every row
   Buffer<T> xcls;   // (B, C) the [CLS] rows of x
   Buffer<T> qcls;   // (B, C) their queries
-  Buffer<T> dqcls;  // (B, C) backward scratch
-  Buffer<T> dxcls;  // (B, C) backward scratch
+  // forward_cls_folded (inference): no keys or values
+  Buffer<T> folded; // (2*B*H, C): u = q_h Wk_h per (sequence, head), then z = Σ_t p_t x_t
+  // backward scratch
+  Buffer<T> dqkv;   // (B*T, 3C or 2C); backward_cls: (B*T, 2C) dk | dv
+  Buffer<T> dctx;   // (B*T, C)
+  Buffer<T> dprobs; // (threads*T, T), one (T,T) block per thread
+  Buffer<T> key_bias_grad;  // (1, C) saved across the qkv backward
+  Buffer<T> dqcls;  // (B, C)
+  Buffer<T> dxcls;  // (B, C)
 };
 
 template <class T>
@@ -60,7 +64,7 @@ struct SelfAttention {
   // Σ_t p_t (x_t Wv_hᵀ + bv_h) = (Σ_t p_t x_t) Wv_hᵀ + bv_h since Σ_t p_t = 1.
   // Per sequence that is about 2·H·T·C + 2·C² multiply-adds instead of
   // 2·T·C². Equal to forward_cls's y up to rounding (the sums run in another
-  // order); cache.qkv then holds the folded queries and weighted inputs, and
+  // order); cache.folded then holds the folded queries and weighted inputs, and
   // nothing is kept for backward.
   void forward_cls_folded(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
                           AttentionCache<T>& cache, Ref<T> y) const;
