@@ -49,30 +49,62 @@ void install_stop_handlers() {
 
 const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
+// A resumed run takes everything from its checkpoint: options, data and
+// output paths, with the data files checked against their fingerprints.
+void take_from_checkpoint(const Checkpoint& resume, const std::string& path, TrainCli& c, TrainOptions& opt) {
+  const nlohmann::json& st = resume.state();
+  try {
+    const nlohmann::json& run = st.at("run");
+    opt = options_from_json(st.at("options"));
+    c.data = run.at("data").get<std::string>();
+    c.dev = run.at("dev").get<std::string>();
+    c.holdout = run.at("holdout").get<double>();
+    c.out = run.at("out").get<std::string>();
+    opt.log_path = run.at("log").get<std::string>();
+    c.checkpoint = path;
+    if (file_fingerprint(c.data) != run.at("data_fingerprint").get<std::string>())
+      throw Error(c.data + ": changed since the checkpoint was written; --resume needs the same data");
+    if (!c.dev.empty() && file_fingerprint(c.dev) != run.at("dev_fingerprint").get<std::string>())
+      throw Error(c.dev + ": changed since the checkpoint was written; --resume needs the same data");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": the checkpoint's training state is damaged (" + std::string(e.what()) + ")");
+  }
+}
+
+// The run's own record, kept in checkpoints: absolute paths (--resume may
+// run from another directory) and the data's fingerprints.
+nlohmann::json run_record(const TrainCli& c, const TrainOptions& opt) {
+  auto absolute = [](const std::string& path) {
+    return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+  };
+  return {{"data", absolute(c.data)},
+          {"dev", absolute(c.dev)},
+          {"holdout", c.holdout},
+          {"out", absolute(c.out)},
+          {"log", absolute(opt.log_path)},
+          {"data_fingerprint", file_fingerprint(c.data)},
+          {"dev_fingerprint", c.dev.empty() ? "" : file_fingerprint(c.dev)}};
+}
+
+TrainHooks stop_hooks(const TrainCli& o) {
+  install_stop_handlers();
+  TrainHooks hooks;
+  hooks.stop_signal = [] { return static_cast<int>(g_stop_signal); };
+  // The hidden fault-injection flags (tests): a signal or a NaN at a step.
+  hooks.after_step = [&o](std::int64_t step, float& loss) {
+    if (o.nan_at_step == step) loss = std::numeric_limits<float>::quiet_NaN();
+    if (o.interrupt_at_step == step) std::raise(o.interrupt_signal);
+  };
+  return hooks;
+}
+
 int run_train(const TrainCli& o) {
   TrainCli c = o;
   TrainOptions opt = o.train;
   std::optional<Checkpoint> resume;
   if (!o.resume.empty()) {
-    // Everything comes from the checkpoint: options, data, output paths.
     resume = load_checkpoint(o.resume);
-    const nlohmann::json& st = resume->state();
-    try {
-      const nlohmann::json& run = st.at("run");
-      opt = options_from_json(st.at("options"));
-      c.data = run.at("data").get<std::string>();
-      c.dev = run.at("dev").get<std::string>();
-      c.holdout = run.at("holdout").get<double>();
-      c.out = run.at("out").get<std::string>();
-      opt.log_path = run.at("log").get<std::string>();
-      c.checkpoint = o.resume;
-      if (file_fingerprint(c.data) != run.at("data_fingerprint").get<std::string>())
-        throw Error(c.data + ": changed since the checkpoint was written; --resume needs the same data");
-      if (!c.dev.empty() && file_fingerprint(c.dev) != run.at("dev_fingerprint").get<std::string>())
-        throw Error(c.dev + ": changed since the checkpoint was written; --resume needs the same data");
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(o.resume + ": the checkpoint's training state is damaged (" + std::string(e.what()) + ")");
-    }
+    take_from_checkpoint(*resume, o.resume, c, opt);
     opt.threads = apply_threads(opt.threads);  // the split over threads shapes the arithmetic
   } else {
     if (c.data.empty() || c.out.empty()) throw Error("train needs --data and --out (or --resume CHECKPOINT)");
@@ -91,28 +123,11 @@ int run_train(const TrainCli& o) {
     dev = read_dataset(c.dev);
   else
     split_holdout(train, dev, c.holdout, opt.seed);
-  // Absolute paths: --resume may run from another directory.
-  auto absolute = [](const std::string& path) {
-    return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
-  };
-  opt.run = {{"data", absolute(c.data)},
-             {"dev", absolute(c.dev)},
-             {"holdout", c.holdout},
-             {"out", absolute(c.out)},
-             {"log", absolute(opt.log_path)},
-             {"data_fingerprint", file_fingerprint(c.data)},
-             {"dev_fingerprint", c.dev.empty() ? "" : file_fingerprint(c.dev)}};
+  opt.run = run_record(c, opt);
   std::optional<Classifier> init;
   if (!c.init.empty()) init = load_model(c.init);
   Progress progress(o.quiet);
-  install_stop_handlers();
-  TrainHooks hooks;
-  hooks.stop_signal = [] { return static_cast<int>(g_stop_signal); };
-  // The hidden fault-injection flags (tests): a signal or a NaN at a step.
-  hooks.after_step = [&o](std::int64_t step, float& loss) {
-    if (o.nan_at_step == step) loss = std::numeric_limits<float>::quiet_NaN();
-    if (o.interrupt_at_step == step) std::raise(o.interrupt_signal);
-  };
+  const TrainHooks hooks = stop_hooks(o);
   auto started = std::chrono::steady_clock::now();
   std::optional<Classifier> trained;
   try {
@@ -127,14 +142,13 @@ int run_train(const TrainCli& o) {
                  static_cast<long long>(stop.step), where.c_str());
     return 128 + stop.signal;
   }
-  const Classifier& model = *trained;
-  save_model(c.out, model);
+  save_model(c.out, *trained);
   std::remove(opt.checkpoint_path.c_str());  // the model is the result; the run's state is done with
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   char line[256];
   std::snprintf(line, sizeof line, "saved %s (best epoch %lld, dev accuracy %.4f) in %s", c.out.c_str(),
-                static_cast<long long>(model.training["best_epoch"].get<std::int64_t>()),
-                model.training["dev_accuracy"].get<double>(), format_duration(secs).c_str());
+                static_cast<long long>(trained->training["best_epoch"].get<std::int64_t>()),
+                trained->training["dev_accuracy"].get<double>(), format_duration(secs).c_str());
   progress.message(line);
   return kExitOk;
 }

@@ -1,6 +1,8 @@
 #include "zibert/model/model_file.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "zibert/base/io.hpp"
 #include "zibert/model/safetensors.hpp"
@@ -78,15 +80,30 @@ Classifier decode_model(std::string_view bytes, const std::string& name) { retur
 
 namespace {
 
-Classifier decode_with(std::string_view bytes, const std::string& name, std::map<std::string, SafeTensor>* extra) {
-  SafeTensors file = decode_safetensors(bytes, name);
-  auto bad = [&](const std::string& what) { return Error(name + ": not a usable zibert model: " + what); };
-  auto meta = [&](const std::string& key) -> const std::string& {
-    auto it = file.metadata.find(key);
-    if (it == file.metadata.end()) throw bad("metadata has no \"" + key + "\"");
+// What the metadata says, checked, before any tensor is looked at.
+struct Header {
+  ModelConfig config;
+  Vocab vocab;
+  std::vector<std::string> labels;
+  std::string positive;
+  Normalization norm;
+  nlohmann::json training;
+  std::optional<Windows> windows;
+};
+
+class Reader {
+ public:
+  Reader(const SafeTensors& file, const std::string& name) : file_(file), name_(name) {}
+
+  Error bad(const std::string& what) const { return Error(name_ + ": not a usable zibert model: " + what); }
+
+  const std::string& meta(const std::string& key) const {
+    auto it = file_.metadata.find(key);
+    if (it == file_.metadata.end()) throw bad("metadata has no \"" + key + "\"");
     return it->second;
-  };
-  auto parse = [&](const std::string& key) {
+  }
+
+  nlohmann::json parse(const std::string& key) const {
     if (json_nesting_depth(meta(key)) > kMaxJsonDepth)
       throw bad("metadata \"" + key + "\" is JSON nested more than " + std::to_string(kMaxJsonDepth) + " deep");
     try {
@@ -94,90 +111,107 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
     } catch (const nlohmann::json::exception& e) {
       throw bad("metadata \"" + key + "\" is not JSON (" + e.what() + ")");
     }
-  };
-  if (meta("format") != kFormatName) throw bad("format is \"" + meta("format") + "\", not \"zibert\"");
-  if (meta("format_version") != std::to_string(kFormatVersion))
-    throw bad("format version " + meta("format_version") + " is not supported (this zibert reads " +
-              std::to_string(kFormatVersion) + ")");
-  ModelConfig config;
-  std::vector<std::string> vocab_tokens, labels;
-  Normalization norm;
-  nlohmann::json training;
-  try {
-    config = config_from_json(parse("config"));
-    vocab_tokens = parse("vocab").get<std::vector<std::string>>();
-    labels = parse("labels").get<std::vector<std::string>>();
-    norm.lowercase = parse("normalization").at("lowercase").get<bool>();
-    training = parse("training");
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("metadata has a wrong field (") + e.what() + ")");
   }
-  try {
-    config.validate();
-  } catch (const Error& e) {
-    throw bad(e.what());
-  }
-  if (static_cast<std::int64_t>(vocab_tokens.size()) != config.vocab_size)
-    throw bad("vocab has " + std::to_string(vocab_tokens.size()) + " entries but config.vocab_size is " +
-              std::to_string(config.vocab_size));
-  if (static_cast<std::int64_t>(labels.size()) != config.labels)
-    throw bad("labels has " + std::to_string(labels.size()) + " entries but config.labels is " +
-              std::to_string(config.labels));
-  Vocab vocab;
-  try {
-    vocab = Vocab::from_tokens(vocab_tokens);
-  } catch (const Error& e) {
-    throw bad(e.what());
+
+  Header header() const {
+    if (meta("format") != kFormatName) throw bad("format is \"" + meta("format") + "\", not \"zibert\"");
+    if (meta("format_version") != std::to_string(kFormatVersion))
+      throw bad("format version " + meta("format_version") + " is not supported (this zibert reads " +
+                std::to_string(kFormatVersion) + ")");
+    Header h;
+    std::vector<std::string> vocab_tokens;
+    try {
+      h.config = config_from_json(parse("config"));
+      vocab_tokens = parse("vocab").get<std::vector<std::string>>();
+      h.labels = parse("labels").get<std::vector<std::string>>();
+      h.norm.lowercase = parse("normalization").at("lowercase").get<bool>();
+      h.training = parse("training");
+    } catch (const nlohmann::json::exception& e) {
+      throw bad(std::string("metadata has a wrong field (") + e.what() + ")");
+    }
+    try {
+      h.config.validate();
+    } catch (const Error& e) {
+      throw bad(e.what());
+    }
+    if (static_cast<std::int64_t>(vocab_tokens.size()) != h.config.vocab_size)
+      throw bad("vocab has " + std::to_string(vocab_tokens.size()) + " entries but config.vocab_size is " +
+                std::to_string(h.config.vocab_size));
+    if (static_cast<std::int64_t>(h.labels.size()) != h.config.labels)
+      throw bad("labels has " + std::to_string(h.labels.size()) + " entries but config.labels is " +
+                std::to_string(h.config.labels));
+    try {
+      h.vocab = Vocab::from_tokens(vocab_tokens);
+    } catch (const Error& e) {
+      throw bad(e.what());
+    }
+    h.positive = meta("positive_label");
+    if (!h.positive.empty() && std::find(h.labels.begin(), h.labels.end(), h.positive) == h.labels.end())
+      throw bad("positive label \"" + h.positive + "\" is not one of the labels");
+    if (auto it = file_.metadata.find("windows"); it != file_.metadata.end()) {
+      try {
+        h.windows = windows_from_name(it->second);
+      } catch (const Error& e) {
+        throw bad(std::string("metadata \"windows\": ") + e.what());
+      }
+      if (*h.windows == Windows::max && (h.positive.empty() || h.labels.size() != 2))
+        throw bad("metadata \"windows\" is max, which needs a binary model with a positive label");
+    }
+    return h;
   }
 
   // Every tensor the config needs must be in the file with its shape before
   // anything is allocated: a small file cannot make zibert allocate a big model.
-  const std::vector<TensorInfo> layout = parameter_layout(config);
-  for (const TensorInfo& t : layout) {
-    auto it = file.tensors.find(t.name);
-    if (it == file.tensors.end()) throw bad("tensor " + t.name + " is missing");
-    if (it->second.shape != t.shape) {
-      std::string got, want;
-      for (auto d : it->second.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
-      for (auto d : t.shape) want += (want.empty() ? "" : ",") + std::to_string(d);
-      throw bad("tensor " + t.name + " has shape [" + got + "], the config needs [" + want + "]");
+  void check_shapes(const std::vector<TensorInfo>& layout) const {
+    for (const TensorInfo& t : layout) {
+      auto it = file_.tensors.find(t.name);
+      if (it == file_.tensors.end()) throw bad("tensor " + t.name + " is missing");
+      if (it->second.shape != t.shape) {
+        std::string got, want;
+        for (auto d : it->second.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
+        for (auto d : t.shape) want += (want.empty() ? "" : ",") + std::to_string(d);
+        throw bad("tensor " + t.name + " has shape [" + got + "], the config needs [" + want + "]");
+      }
     }
   }
-  // A loaded model only predicts (training copies it into a fresh network), so
-  // it needs no gradient buffer: less memory to allocate and fault in at start-up.
-  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, meta("positive_label"), training,
-                   Bert<float>(config, /*trainable=*/false)};
-  if (!model.positive.empty() && model.label_id(model.positive) < 0)
-    throw bad("positive label \"" + model.positive + "\" is not one of the labels");
-  if (auto it = file.metadata.find("windows"); it != file.metadata.end()) {
-    try {
-      model.windows = windows_from_name(it->second);
-    } catch (const Error& e) {
-      throw bad(std::string("metadata \"windows\": ") + e.what());
+
+  // The weights, each finite; a tensor the model does not have is an error,
+  // unless extra takes the checkpoint's own (zibert.*).
+  void copy_weights(Bert<float>& net, std::map<std::string, SafeTensor>* extra) const {
+    for (const TensorInfo& t : net.layout()) {
+      float* dst = net.params().data() + t.offset;
+      file_.tensors.at(t.name).copy_to(dst);
+      for (std::size_t i = 0; i < t.size; ++i)
+        if (!std::isfinite(dst[i])) throw bad("tensor " + t.name + " holds a NaN or infinite weight");
     }
-    if (*model.windows == Windows::max && model.positive_id() < 0)
-      throw bad("metadata \"windows\" is max, which needs a binary model with a positive label");
-  }
-  std::size_t used = 0;
-  for (const TensorInfo& t : model.net.layout()) {
-    auto it = file.tensors.find(t.name);
-    float* dst = model.net.params().data() + t.offset;
-    it->second.copy_to(dst);
-    for (std::size_t i = 0; i < t.size; ++i)
-      if (!std::isfinite(dst[i])) throw bad("tensor " + t.name + " holds a NaN or infinite weight");
-    ++used;
-  }
-  if (used != file.tensors.size()) {
-    for (const auto& [tname, _] : file.tensors) {
+    if (net.layout().size() == file_.tensors.size()) return;
+    for (const auto& [tname, tensor] : file_.tensors) {
       bool known = false;
-      for (const TensorInfo& t : model.net.layout()) known = known || t.name == tname;
+      for (const TensorInfo& t : net.layout()) known = known || t.name == tname;
       if (known) continue;
       if (extra && tname.rfind("zibert.", 0) == 0)
-        extra->emplace(tname, file.tensors.at(tname));
+        extra->emplace(tname, tensor);
       else
         throw bad("unexpected tensor " + tname);
     }
   }
+
+ private:
+  const SafeTensors& file_;
+  const std::string& name_;
+};
+
+Classifier decode_with(std::string_view bytes, const std::string& name, std::map<std::string, SafeTensor>* extra) {
+  const SafeTensors file = decode_safetensors(bytes, name);
+  const Reader reader(file, name);
+  Header h = reader.header();
+  reader.check_shapes(parameter_layout(h.config));
+  // A loaded model only predicts (training copies it into a fresh network), so
+  // it needs no gradient buffer: less memory to allocate and fault in at start-up.
+  Classifier model{h.config, Tokenizer(std::move(h.vocab), h.norm), h.labels, h.positive, h.training,
+                   Bert<float>(h.config, /*trainable=*/false)};
+  model.windows = h.windows;
+  reader.copy_weights(model.net, extra);
   return model;
 }
 
