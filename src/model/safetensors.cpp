@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "zibert/base/error.hpp"
@@ -67,10 +68,13 @@ std::size_t json_nesting_depth(std::string_view json) {
   return deepest;
 }
 
-SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) {
-  auto bad = [&](const std::string& what) { return Error(name + ": not a valid safetensors file: " + what); };
+namespace {
+
+using Bad = std::function<Error(const std::string&)>;
+
+// The header's JSON, its length checked against the file.
+nlohmann::json read_header(std::string_view bytes, const Bad& bad, std::uint64_t& header_len) {
   if (bytes.size() < 8) throw bad("truncated (" + std::to_string(bytes.size()) + " bytes, no header length)");
-  std::uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
   if (header_len > bytes.size() - 8)
     throw bad("header length " + std::to_string(header_len) + " exceeds the file size " +
@@ -86,7 +90,52 @@ SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) 
     throw bad(std::string("header is not JSON (") + e.what() + ")");
   }
   if (!header.is_object()) throw bad("header is not a JSON object");
+  return header;
+}
 
+// One tensor's entry: dtype, shape and offsets inside the data (data_len bytes at data).
+SafeTensor tensor_entry(const std::string& key, const nlohmann::json& value, const char* data,
+                        std::uint64_t data_len, const Bad& bad, std::uint64_t& begin, std::uint64_t& end) {
+  const std::string where = "tensor \"" + key + "\"";
+  if (!value.is_object()) throw bad(where + " is not an object");
+  if (!value.contains("dtype") || !value["dtype"].is_string()) throw bad(where + " has no dtype");
+  std::string dtype = value["dtype"].get<std::string>();
+  if (dtype != "F32") throw bad(where + " has dtype " + dtype + "; zibert reads F32 only");
+  if (!value.contains("shape") || !value["shape"].is_array()) throw bad(where + " has no shape");
+  if (!value.contains("data_offsets") || !value["data_offsets"].is_array() || value["data_offsets"].size() != 2)
+    throw bad(where + " has no [begin, end] data_offsets");
+  SafeTensor t;
+  std::uint64_t count = 1;
+  for (const auto& d : value["shape"]) {
+    if (!d.is_number_unsigned()) throw bad(where + " has a shape entry that is not a non-negative integer");
+    std::uint64_t dim = d.get<std::uint64_t>();
+    if (dim != 0 && count > (std::uint64_t(1) << 60) / dim) throw bad(where + " has a shape too large");
+    count *= dim;
+    t.shape.push_back(static_cast<std::int64_t>(dim));
+  }
+  const auto& offs = value["data_offsets"];
+  if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+    throw bad(where + " has data_offsets that are not non-negative integers");
+  begin = offs[0].get<std::uint64_t>();
+  end = offs[1].get<std::uint64_t>();
+  if (begin > end) throw bad(where + " has data_offsets with begin > end");
+  if (end > data_len)
+    throw bad(where + " has data_offsets past the end of the file (" + std::to_string(end) + " > " +
+              std::to_string(data_len) + ")");
+  if (end - begin != 4 * count)
+    throw bad(where + " has " + std::to_string(end - begin) + " bytes but its shape needs " +
+              std::to_string(4 * count));
+  t.bytes = data + begin;
+  t.count = count;
+  return t;
+}
+
+}  // namespace
+
+SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) {
+  const Bad bad = [&](const std::string& what) { return Error(name + ": not a valid safetensors file: " + what); };
+  std::uint64_t header_len = 0;
+  const nlohmann::json header = read_header(bytes, bad, header_len);
   const std::uint64_t data_len = bytes.size() - 8 - header_len;
   const char* data = bytes.data() + 8 + header_len;
   SafeTensors out;
@@ -104,38 +153,9 @@ SafeTensors decode_safetensors(std::string_view bytes, const std::string& name) 
       }
       continue;
     }
-    const std::string where = "tensor \"" + key + "\"";
-    if (!value.is_object()) throw bad(where + " is not an object");
-    if (!value.contains("dtype") || !value["dtype"].is_string()) throw bad(where + " has no dtype");
-    std::string dtype = value["dtype"].get<std::string>();
-    if (dtype != "F32") throw bad(where + " has dtype " + dtype + "; zibert reads F32 only");
-    if (!value.contains("shape") || !value["shape"].is_array()) throw bad(where + " has no shape");
-    if (!value.contains("data_offsets") || !value["data_offsets"].is_array() || value["data_offsets"].size() != 2)
-      throw bad(where + " has no [begin, end] data_offsets");
-    SafeTensor t;
-    std::uint64_t count = 1;
-    for (const auto& d : value["shape"]) {
-      if (!d.is_number_unsigned()) throw bad(where + " has a shape entry that is not a non-negative integer");
-      std::uint64_t dim = d.get<std::uint64_t>();
-      if (dim != 0 && count > (std::uint64_t(1) << 60) / dim) throw bad(where + " has a shape too large");
-      count *= dim;
-      t.shape.push_back(static_cast<std::int64_t>(dim));
-    }
-    const auto& offs = value["data_offsets"];
-    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      throw bad(where + " has data_offsets that are not non-negative integers");
-    std::uint64_t begin = offs[0].get<std::uint64_t>(), end = offs[1].get<std::uint64_t>();
-    if (begin > end) throw bad(where + " has data_offsets with begin > end");
-    if (end > data_len)
-      throw bad(where + " has data_offsets past the end of the file (" + std::to_string(end) + " > " +
-                std::to_string(data_len) + ")");
-    if (end - begin != 4 * count)
-      throw bad(where + " has " + std::to_string(end - begin) + " bytes but its shape needs " +
-                std::to_string(4 * count));
-    t.bytes = data + begin;
-    t.count = count;
+    std::uint64_t begin = 0, end = 0;
+    out.tensors.emplace(key, tensor_entry(key, value, data, data_len, bad, begin, end));
     spans.push_back({begin, end, key});
-    out.tensors.emplace(key, std::move(t));
   }
   std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
   for (std::size_t i = 1; i < spans.size(); ++i)
