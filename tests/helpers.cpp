@@ -11,19 +11,25 @@
 
 namespace zibert::test {
 
+ModelConfig model_shape(std::int64_t vocab, std::int64_t max_len, std::int64_t dim, std::int64_t heads,
+                        std::int64_t ffn, std::int64_t layers, std::int64_t labels, double dropout) {
+  ModelConfig c;
+  c.vocab_size = vocab;
+  c.max_len = max_len;
+  c.dim = dim;
+  c.heads = heads;
+  c.ffn = ffn;
+  c.layers = layers;
+  c.labels = labels;
+  c.dropout = dropout;
+  return c;
+}
+
 Classifier tiny_classifier(std::uint64_t seed) {
   VocabBuilder builder;
   builder.add(normalize("佛跳墙是一道福建名菜他们点了一坛 abc", Normalization{}));
   Vocab vocab = builder.build(1);
-  ModelConfig cfg;
-  cfg.vocab_size = vocab.size();
-  cfg.max_len = 16;
-  cfg.dim = 8;
-  cfg.heads = 2;
-  cfg.ffn = 16;
-  cfg.layers = 2;
-  cfg.labels = 2;
-  cfg.dropout = 0.0;
+  const ModelConfig cfg = model_shape(vocab.size(), 16, 8, 2, 16, 2, 2, 0.0);
   Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg)};
   model.net.init_weights(seed);
   return model;

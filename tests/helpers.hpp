@@ -7,6 +7,10 @@
 
 namespace zibert::test {
 
+// A model shape in one line.
+ModelConfig model_shape(std::int64_t vocab, std::int64_t max_len, std::int64_t dim, std::int64_t heads,
+                        std::int64_t ffn, std::int64_t layers, std::int64_t labels, double dropout);
+
 // A 2-label model with a small CJK vocabulary and random weights.
 Classifier tiny_classifier(std::uint64_t seed = 1);
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "helpers.hpp"
 #include "zibert/base/random.hpp"
 #include "zibert/model/batch.hpp"
 #include "zibert/train/trainer.hpp"
@@ -67,20 +68,13 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 #endif
 
 using namespace zibert;
+using namespace zibert::test;
 
 TEST_CASE("a training step allocates nothing once its buffers have grown", "[model][training]") {
 #if !defined(ZIBERT_COUNT_ALLOCATIONS)
   WARN("this build does not count allocations (the sanitizers count their own); skipped");
 #else
-  ModelConfig cfg;
-  cfg.vocab_size = 40;
-  cfg.max_len = 24;
-  cfg.dim = 32;
-  cfg.heads = 4;
-  cfg.ffn = 64;
-  cfg.layers = 2;
-  cfg.labels = 2;
-  cfg.dropout = 0.1;
+  const ModelConfig cfg = model_shape(40, 24, 32, 4, 64, 2, 2, 0.1);
   Bert<float> net(cfg);
   net.init_weights(3);
   AdamW<float> adam(AdamWConfig{}, net.layout());

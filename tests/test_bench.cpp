@@ -10,12 +10,7 @@ using namespace zibert;
 using namespace zibert::test;
 
 TEST_CASE("bench counts the products of a forward pass by hand", "[bench]") {
-  ModelConfig c;
-  c.dim = 4;
-  c.ffn = 8;
-  c.heads = 2;
-  c.layers = 2;
-  c.labels = 2;
+  ModelConfig c = model_shape(0, 128, 4, 2, 8, 2, 2, 0.1);
   // per token: q,k,v,out 4·(2·4·4) = 128, up and down 2·(2·4·8) = 128; attention 4·n²·C
   const double layer = 5 * 256 + 4 * 25 * 4, head = 2 * 16 + 2 * 4 * 2;
   CHECK(forward_flops(c, 5, LastLayer::all_rows) == Approx(2 * layer + head));

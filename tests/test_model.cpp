@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "gradcheck.hpp"
+#include "helpers.hpp"
 #include "zibert/infer/fast_forward.hpp"
 #include "zibert/model/batch.hpp"
 #include "zibert/nn/gemm.hpp"
@@ -16,18 +17,7 @@ using namespace zibert::test;
 
 namespace {
 
-ModelConfig tiny_config(double dropout) {
-  ModelConfig c;
-  c.vocab_size = 12;
-  c.max_len = 8;
-  c.dim = 8;
-  c.heads = 2;
-  c.ffn = 16;
-  c.layers = 2;
-  c.labels = 3;
-  c.dropout = dropout;
-  return c;
-}
+ModelConfig tiny_config(double dropout) { return model_shape(12, 8, 8, 2, 16, 2, 3, dropout); }
 
 // Two sequences; the second is padded with two [PAD] tokens.
 Batch tiny_batch() {
@@ -264,13 +254,7 @@ TEST_CASE("tabulated first-layer projections give the inference pass of the mult
 }
 
 TEST_CASE("overfitting 16 examples drives the training loss below 0.01", "[model][training]") {
-  ModelConfig cfg = tiny_config(0.0);
-  cfg.vocab_size = 20;
-  cfg.dim = 16;
-  cfg.heads = 2;
-  cfg.ffn = 32;
-  cfg.max_len = 10;
-  cfg.labels = 2;
+  const ModelConfig cfg = model_shape(20, 10, 16, 2, 32, 2, 2, 0.0);
   Bert<float> net(cfg);
   net.init_weights(11);
   Rng rng(99);

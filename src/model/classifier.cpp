@@ -10,14 +10,11 @@ std::int32_t Classifier::label_id(const std::string& name) const {
   return -1;
 }
 
-const char* windows_name(Windows w) {
-  switch (w) {
-    case Windows::max: return "max";
-    case Windows::mean: return "mean";
-    case Windows::first: return "first";
-  }
-  return "?";
-}
+namespace {
+constexpr const char* kWindowsNames[] = {"max", "mean", "first"};  // in Windows' order
+}  // namespace
+
+const char* windows_name(Windows w) { return kWindowsNames[static_cast<int>(w)]; }
 
 Windows windows_from_name(const std::string& name) {
   for (Windows w : {Windows::max, Windows::mean, Windows::first})
