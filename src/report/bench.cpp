@@ -72,54 +72,51 @@ SequenceSet from_file(const BenchOptions& o, ModelConfig& config, std::string& d
   return d;
 }
 
-// Work for one timed step: batches packed ahead, so the timing is the
-// model's alone, and what they hold.
-struct Group {
-  std::vector<Batch> batches;
-  std::int64_t examples = 0, tokens = 0, padded = 0;
-  double flops = 0;
+// One training batch, packed ahead so that the timing is the model's alone,
+// and what it holds.
+struct TrainBatch {
+  Batch batch;
+  std::int64_t tokens = 0;
+  double flops = 0;  // 3 x the forward pass over the real tokens
 };
 
-// Packs the plan's batches into groups of `per_group` consecutive batches.
-std::vector<Group> group_plan(const SequenceSet& d, const ModelConfig& config,
-                              const std::vector<std::vector<std::size_t>>& plan, std::size_t per_group,
-                              double flop_factor, bool labelled, bool tabulated) {
-  std::vector<Group> groups;
-  for (std::size_t i = 0; i < plan.size(); i += per_group) {
-    Group g;
-    for (std::size_t j = i; j < std::min(plan.size(), i + per_group); ++j) {
-      g.batches.push_back(batch_of(d, plan[j], labelled));
-      g.examples += g.batches.back().size;
-      g.padded += g.batches.back().size * g.batches.back().seq;
-      for (std::size_t e : plan[j]) {
-        g.tokens += d.lengths[e];
-        g.flops += flop_factor * forward_flops(config, d.lengths[e], labelled ? LastLayer::cls : LastLayer::cls_folded,
-                                                   tabulated);
-      }
+// Training as train runs it: batches in the seeded random order train draws
+// them in, cycled until `seconds` have passed (and at least 3 steps), so a
+// phase that ends partway through a pass has timed a random sample of its
+// batches, not the short or the long ones. Two untimed steps warm up.
+BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<float>& net, const SequenceSet& d) {
+  std::uint64_t seed = o.seed;
+  std::vector<TrainBatch> plan;
+  for (const std::vector<std::size_t>& members : bucketed_batches(d.lengths, static_cast<std::size_t>(o.batch), &seed)) {
+    TrainBatch t{batch_of(d, members, true)};
+    for (std::size_t e : members) {
+      t.tokens += d.lengths[e];
+      t.flops += 3.0 * forward_flops(config, d.lengths[e], LastLayer::cls);
     }
-    groups.push_back(std::move(g));
+    plan.push_back(std::move(t));
   }
-  return groups;
-}
-
-// Runs steps over the groups, cycling, until `seconds` have passed (and at
-// least 3 steps); the first two steps warm the caches up, untimed.
-template <class Step>
-BenchPhase run_phase(const std::vector<Group>& groups, double seconds, Step step) {
-  BenchPhase phase;
-  for (std::size_t i = 0; i < 2; ++i) step(groups[i % groups.size()].batches);
+  AdamW<float> adam(AdamWConfig{}, net.layout());
+  DataParallel<float> runner;
+  std::uint64_t step = 0;
+  auto run = [&](const Batch& b) {
+    DropoutRng rng{o.seed, step++, config.dropout};
+    float loss = train_step(net, adam, runner, b, rng, 1e-4);
+    if (!std::isfinite(loss)) throw Error("bench: the training loss became non-finite");
+  };
+  for (std::size_t i = 0; i < 2; ++i) run(plan[i % plan.size()].batch);
   reset_peak_rss();
-  std::size_t next = 2 % groups.size();
+  BenchPhase phase;
+  std::size_t next = 2 % plan.size();
   const Clock::time_point start = Clock::now();
-  while (phase.steps < 3 || since(start) < seconds) {
-    const Group& g = groups[next];
-    next = (next + 1) % groups.size();
-    step(g.batches);
+  while (phase.steps < 3 || since(start) < o.seconds) {
+    const TrainBatch& t = plan[next];
+    next = (next + 1) % plan.size();
+    run(t.batch);
     ++phase.steps;
-    phase.examples += g.examples;
-    phase.tokens += g.tokens;
-    phase.padded_tokens += g.padded;
-    phase.flops += g.flops;
+    phase.examples += t.batch.size;
+    phase.tokens += t.tokens;
+    phase.padded_tokens += t.batch.size * t.batch.seq;
+    phase.flops += t.flops;
   }
   phase.seconds = since(start);
   phase.peak_rss_mb = peak_rss_mb();
@@ -261,19 +258,7 @@ BenchResult run_bench(const BenchOptions& o) {
   Bert<float> net(r.config, o.train);
   net.init_weights(o.seed);
   r.parameters = net.params().size();
-  const auto batch_size = static_cast<std::size_t>(o.batch);
-  if (o.train) {
-    AdamW<float> adam(AdamWConfig{}, net.layout());
-    DataParallel<float> runner;
-    std::uint64_t seed = o.seed;
-    auto plan = bucketed_batches(d.lengths, batch_size, &seed);  // as train shuffles them
-    std::uint64_t step = 0;
-    r.train = run_phase(group_plan(d, r.config, plan, 1, 3.0, true, false), o.seconds, [&](const std::vector<Batch>& b) {
-      DropoutRng rng{o.seed, step++, r.config.dropout};
-      float loss = train_step(net, adam, runner, b.front(), rng, 1e-4);
-      if (!std::isfinite(loss)) throw Error("bench: the training loss became non-finite");
-    });
-  }
+  if (o.train) r.train = train_phase(o, r.config, net, d);
   if (o.infer) r.infer = infer_phase(o, r.config, net, d);
   // The ceiling is the faster of the two products this build has.
   const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
@@ -345,7 +330,9 @@ std::string bench_table(const BenchResult& r) {
   out << "Eigen " << fixed(r.ceiling_eigen_gflops, 1) << ")\n";
   out << "GFLOP/s counts the matrix and attention products computed on real tokens (training = 3 x forward;\n"
          "the last layer computes [CLS]'s row only; predicting, it folds its keys and values away, and the\n"
-         "first layer's Q/K/V rows come from tables of the embeddings)\n";
+         "first layer's Q/K/V rows come from tables of the embeddings). Inference times whole passes of the\n"
+         "Predictor over every text, as classify runs it; training cycles through train's seeded random\n"
+         "batch order\n";
   return out.str();
 }
 
