@@ -3,118 +3,13 @@
 #include <omp.h>
 
 #include <cmath>
-#include <limits>
-#include <type_traits>
 
 #include "zibert/base/error.hpp"
 #include "zibert/nn/gemm.hpp"
+#include "zibert/nn/softmax.hpp"
 
 namespace zibert {
 namespace {
-
-#if defined(__AVX512F__)
-// exp(scale · x − scale · max x) normalised, over [0, len) of kRows rows
-// (`stride` apart), in place (left unnormalised, and each row's sum written
-// to sums[r], when sums is given), with Eigen's vectorised exp and masked loads
-// for the last partial vector (Eigen's own loop would take libm's scalar expf
-// for up to 15 of them; nothing past len is touched). The rows go through
-// interleaved, so one row's reductions overlap the others' instead of waiting
-// on their own latency; each row gets the same operations in the same order
-// whatever kRows is.
-template <int kRows>
-void softmax_prefix_rows(float* first, Index stride, Index len, float scale, float* sums) {
-  using Eigen::internal::pexp;
-  auto mask_at = [len](Index j) { return static_cast<__mmask16>(len - j >= 16 ? 0xFFFF : (1u << (len - j)) - 1); };
-  __m512 top[kRows], shift[kRows], total[kRows], sum[kRows];
-  const __m512 factor = _mm512_set1_ps(scale);
-  for (int r = 0; r < kRows; ++r) top[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  for (Index j = 0; j < len; j += 16)
-    for (int r = 0; r < kRows; ++r)
-      top[r] = _mm512_mask_max_ps(top[r], mask_at(j), top[r],
-                                  _mm512_maskz_loadu_ps(mask_at(j), first + r * stride + j));
-  for (int r = 0; r < kRows; ++r) {
-    shift[r] = _mm512_set1_ps(_mm512_reduce_max_ps(top[r]) * scale);
-    total[r] = _mm512_setzero_ps();
-  }
-  for (Index j = 0; j < len; j += 16) {
-    const __mmask16 m = mask_at(j);
-    for (int r = 0; r < kRows; ++r) {
-      float* row = first + r * stride;
-      const __m512 e = pexp(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(m, row + j), factor, shift[r]));
-      total[r] = _mm512_mask_add_ps(total[r], m, total[r], e);
-      _mm512_mask_storeu_ps(row + j, m, e);
-    }
-  }
-  if (sums) {
-    for (int r = 0; r < kRows; ++r) sums[r] = _mm512_reduce_add_ps(total[r]);
-    return;
-  }
-  for (int r = 0; r < kRows; ++r) sum[r] = _mm512_set1_ps(_mm512_reduce_add_ps(total[r]));
-  for (Index j = 0; j < len; j += 16)
-    for (int r = 0; r < kRows; ++r) {
-      float* row = first + r * stride;
-      _mm512_mask_storeu_ps(row + j, mask_at(j), _mm512_div_ps(_mm512_maskz_loadu_ps(mask_at(j), row + j), sum[r]));
-    }
-}
-#endif
-
-// The same over [0, len) of each row of p, in place; with `sums`, row i is
-// left unnormalised and its sum written to sums[i].
-template <class P, class T = typename std::decay_t<P>::Scalar>
-void softmax_prefix(P&& p, Index len, T scale, T* sums = nullptr) {
-  Index i = 0;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>) {
-    for (; i + 4 <= p.rows(); i += 4)
-      softmax_prefix_rows<4>(&p(i, 0), p.outerStride(), len, scale, sums ? sums + i : nullptr);
-    for (; i < p.rows(); ++i) softmax_prefix_rows<1>(&p(i, 0), p.outerStride(), len, scale, sums ? sums + i : nullptr);
-  }
-#endif
-  for (; i < p.rows(); ++i) {
-    auto r = p.row(i).head(len).array();
-    r = (r * scale - r.maxCoeff() * scale).exp();
-    if (sums)
-      sums[i] = r.sum();
-    else
-      r /= r.sum();
-  }
-}
-
-// Softmax over each row of scale · scores with [PAD] keys (valid[j] == 0)
-// weighted 0, in place; with `sums`, each row is left unnormalised and its
-// sum written to sums[i]. [PAD] keys normally trail the text, so the common
-// case is a softmax over a prefix, vectorised. Returns how many leading keys
-// can carry weight (all after them are [PAD]): the prefix, or every key.
-template <class P, class T = typename std::decay_t<P>::Scalar>
-Index masked_softmax(P&& p, const std::uint8_t* valid, T scale, T* sums = nullptr) {
-  const Index seq = p.cols();
-  Index len = 0;
-  while (len < seq && valid[len]) ++len;
-  Index rest = len;
-  while (rest < seq && !valid[rest]) ++rest;
-  if (len > 0 && rest == seq) {
-    softmax_prefix(p, len, scale, sums);
-    p.rightCols(seq - len).setZero();
-    return len;
-  }
-  for (Index i = 0; i < p.rows(); ++i) {
-    p.row(i) *= scale;
-    T m = -std::numeric_limits<T>::infinity();
-    for (Index j = 0; j < seq; ++j)
-      if (valid[j]) m = std::max(m, p(i, j));
-    T sum = 0;
-    for (Index j = 0; j < seq; ++j) {
-      T e = valid[j] ? std::exp(p(i, j) - m) : T(0);
-      p(i, j) = e;
-      sum += e;
-    }
-    if (sums)
-      sums[i] = sum;
-    else
-      p.row(i) /= sum;
-  }
-  return seq;
-}
 
 // The query rows (0..C) and the key and value rows (C..3C) of the fused
 // projection, as Linear views of their own.
@@ -159,7 +54,7 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
       // values are divided by its sum after the product, D divisions instead
       // of T. The trailing [PAD] keys (weight 0) stay out of the product.
       T* row_sums = keep_probs ? nullptr : &sums(block, 0);
-      const Index keys = masked_softmax(p, key_valid + b * seq, scale, row_sums);
+      const Index keys = masked_softmax<T>(p, key_valid + b * seq, scale, row_sums);
       matmul<T>(p.leftCols(keys), false, v.topRows(keys), false, out, false);
       if (row_sums)
         for (Index i = 0; i < seq; ++i) out.row(i) /= row_sums[i];
@@ -239,7 +134,7 @@ void SelfAttention<T>::forward_cls(const CRef<T>& x, Index batch, Index seq, con
       auto v = kv.block(b * seq, c + h * d, seq, d);  // (T, D)
       auto p = probs.row(b * heads + h);              // (1, T)
       p.noalias() = q.row(b).segment(h * d, d) * k.transpose();
-      masked_softmax(probs.middleRows(b * heads + h, 1), key_valid + b * seq, scale);
+      masked_softmax<T>(probs.middleRows(b * heads + h, 1), key_valid + b * seq, scale);
       ctx.row(b).segment(h * d, d).noalias() = p * v;
     }
   output.forward(ctx, y);
@@ -273,7 +168,7 @@ void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index s
     auto xb = x.middleRows(b * seq, seq);          // (T, C)
     auto p = probs.middleRows(b * heads, heads);   // (H, T)
     matmul<T>(u.middleRows(b * heads, heads), false, xb, true, p, false);
-    const Index keys = masked_softmax(p, key_valid + b * seq, scale);
+    const Index keys = masked_softmax<T>(p, key_valid + b * seq, scale);
     matmul<T>(p.leftCols(keys), false, xb.topRows(keys), false, z.middleRows(b * heads, heads), false);  // Σ_t p_t x_t
   }
   // Σ_t p_t (x_t Wv_hᵀ + bv_h) = z_{b,h} Wv_hᵀ + bv_h, as the weights sum to one.
