@@ -4,7 +4,7 @@ same batch, optimiser and number of threads, one after the other in one run.
 Each side runs --rounds times per shape, alternating, and its median is kept.
 
 usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5]
-                                [--rounds 3] [--texts 4096] [--shape NAME] [--json]
+                                [--rounds 3] [--texts 4096] [--shape NAME] [--json] [--zibert BIN]
 """
 import argparse
 import json
@@ -37,7 +37,7 @@ def shape_flags(shape):
 
 
 def run_zibert(args, data, shape):
-    cmd = [ZIBERT, "bench", "--data", data, "--json", "--threads", str(args.threads), "--batch", str(args.batch),
+    cmd = [args.zibert, "bench", "--data", data, "--json", "--threads", str(args.threads), "--batch", str(args.batch),
            "--seconds", str(args.seconds)] + shape_flags(shape)
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
@@ -60,6 +60,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--texts", type=int, default=4096)
+    ap.add_argument("--zibert", default=ZIBERT, help="the zibert binary (default: build/zibert)")
     ap.add_argument("--shape", choices=[name for name, _ in SHAPES], action="append",
                     help="run only this shape (repeatable; default: all)")
     ap.add_argument("--json", action="store_true")
