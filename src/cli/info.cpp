@@ -19,9 +19,7 @@ int run_info(const InfoCli& o) {
   nlohmann::ordered_json j;
   j["file"] = path;
   j["format_version"] = kFormatVersion;
-  j["config"] = {{"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim},           {"ffn", c.ffn},
-                 {"max_len", c.max_len}, {"vocab_size", c.vocab_size}, {"labels", c.labels}, {"dropout", c.dropout},
-                 {"tie_qk", c.tie_qk}, {"position_embeddings", c.position}};
+  j["config"] = config_to_json(c);  // the model file's own form of it
   j["parameters"] = params;
   j["labels"] = m.labels;
   j["positive_label"] = m.positive;
