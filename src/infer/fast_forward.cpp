@@ -35,14 +35,15 @@ void layer_infer(const EncoderLayer<T>& layer, const CRef<T>& x, Index batch, In
 
 }  // namespace
 
+// The encoder layers: hidden block l+1 from block l. fold: the last layer
+// computes the [CLS] rows only, folded (untied models).
 template <class T>
-CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
-                         const EmbeddingTables<T>* tables) {
+void encode(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache, const EmbeddingTables<T>* tables,
+            bool fold) {
   const ModelConfig& config = net.config();
   const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config.dim, n_layers = config.layers;
   if (seq > config.max_len) throw Error("batch sequence length exceeds the model's max_len");
   if (tables) check_tables(net, *tables);
-  const bool fold = !config.tie_qk;  // forward_cls_folded needs queries and keys apart
   cache.layers.resize(n_layers);
   cache.key_valid.resize(n);
   for (Index i = 0; i < n; ++i) cache.key_valid[i] = batch.ids[i] != kPadId;
@@ -54,16 +55,25 @@ CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<
   const bool gathered = tables && !(fold && n_layers == 1);
   if (gathered)
     gather_projections<T>(net, *tables, batch, cache.emb_rstd.data.data(),
-                       cache.layers[0].attn.qkv.view(n, tables->width));
+                          cache.layers[0].attn.qkv.view(n, tables->width));
   for (Index l = 0; l < n_layers; ++l) {
     const bool folded = fold && l == n_layers - 1;
     layer_infer<T>(net.layers()[l], hidden.middleRows(l * n, n), b_size, seq, folded, l == 0 && gathered, cache,
-                cache.layers[l], hidden.middleRows((l + 1) * n, folded ? b_size : n));
+                   cache.layers[l], hidden.middleRows((l + 1) * n, folded ? b_size : n));
   }
+}
+
+template <class T>
+CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
+                         const EmbeddingTables<T>* tables) {
+  const ModelConfig& config = net.config();
+  const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config.dim, n_layers = config.layers;
+  const bool fold = !config.tie_qk;  // forward_cls_folded needs queries and keys apart
+  encode(net, batch, cache, tables, fold);
 
   // pooled = tanh([CLS] Wpᵀ + bp); probs = softmax(pooled Wcᵀ + bc)
   MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
-  const auto last = hidden.middleRows(n_layers * n, n);
+  const CMatMap<T> last(cache.hidden.data.data() + n_layers * n * c, n, c);
   for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(fold ? b : b * seq);
   MatMap<T> pooled = cache.pooled.view(b_size, c);  // (B, C)
   net.head().pooler.forward(cls, pooled);
@@ -76,16 +86,24 @@ CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<
 }
 
 template <class T>
-void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std::vector<InferenceCache<T>>& caches,
-                     const std::function<void(std::size_t, const CMatMap<T>&)>& take, const EmbeddingTables<T>* tables) {
+CMatMap<T> infer_hidden(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
+                        const EmbeddingTables<T>* tables) {
+  encode(net, batch, cache, tables, /*fold=*/false);
+  const Index n = batch.size * batch.seq, c = net.config().dim;
+  return CMatMap<T>(cache.hidden.data.data() + net.config().layers * n * c, n, c);
+}
+
+template <class T>
+void for_each_batch(std::size_t n_batches, std::vector<InferenceCache<T>>& caches,
+                    const std::function<void(std::size_t, InferenceCache<T>&)>& run) {
   const int threads = omp_get_max_threads();
   if (static_cast<int>(caches.size()) < threads) caches.resize(threads);
-  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(batches.size());
+  const auto n = static_cast<std::ptrdiff_t>(n_batches);
   std::exception_ptr error;
 #pragma omp parallel for schedule(dynamic) if (n > 1)
   for (std::ptrdiff_t b = 0; b < n; ++b) {
     try {
-      take(static_cast<std::size_t>(b), infer_forward(net, batches[b], caches[omp_get_thread_num()], tables));
+      run(static_cast<std::size_t>(b), caches[omp_get_thread_num()]);
     } catch (...) {
 #pragma omp critical(zibert_predict_error)
       if (!error) error = std::current_exception();
@@ -94,15 +112,24 @@ void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std:
   if (error) std::rethrow_exception(error);
 }
 
-template CMatMap<float> infer_forward<float>(const Bert<float>&, const Batch&, InferenceCache<float>&,
-                                           const EmbeddingTables<float>*);
-template CMatMap<double> infer_forward<double>(const Bert<double>&, const Batch&, InferenceCache<double>&,
-                                             const EmbeddingTables<double>*);
-template void predict_batches<float>(const Bert<float>&, const std::vector<Batch>&, std::vector<InferenceCache<float>>&,
-                                     const std::function<void(std::size_t, const CMatMap<float>&)>&,
-                                     const EmbeddingTables<float>*);
-template void predict_batches<double>(const Bert<double>&, const std::vector<Batch>&, std::vector<InferenceCache<double>>&,
-                                      const std::function<void(std::size_t, const CMatMap<double>&)>&,
-                                      const EmbeddingTables<double>*);
+template <class T>
+void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std::vector<InferenceCache<T>>& caches,
+                     const std::function<void(std::size_t, const CMatMap<T>&)>& take, const EmbeddingTables<T>* tables) {
+  for_each_batch<T>(batches.size(), caches, [&](std::size_t b, InferenceCache<T>& cache) {
+    take(b, infer_forward(net, batches[b], cache, tables));
+  });
+}
+
+#define ZIBERT_INSTANTIATE(T)                                                                                 \
+  template CMatMap<T> infer_forward<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*); \
+  template CMatMap<T> infer_hidden<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*);  \
+  template void for_each_batch<T>(std::size_t, std::vector<InferenceCache<T>>&,                                      \
+                                  const std::function<void(std::size_t, InferenceCache<T>&)>&);                      \
+  template void predict_batches<T>(const Bert<T>&, const std::vector<Batch>&, std::vector<InferenceCache<T>>&,       \
+                                   const std::function<void(std::size_t, const CMatMap<T>&)>&,                       \
+                                   const EmbeddingTables<T>*);
+ZIBERT_INSTANTIATE(float)
+ZIBERT_INSTANTIATE(double)
+#undef ZIBERT_INSTANTIATE
 
 }  // namespace zibert

@@ -1,16 +1,10 @@
 #include "zibert/infer/predictor.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 
-#include "zibert/model/batch.hpp"
 #include "zibert/infer/fast_forward.hpp"
 
 namespace zibert {
-namespace {
-constexpr std::size_t kBatchWindows = 32;
-}  // namespace
 
 Predictor::Predictor(const Classifier& model, double threshold, bool tables)
     : model_(model), threshold_(threshold), positive_(model.positive_id()) {
@@ -25,47 +19,17 @@ std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_
 }
 
 std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std::int32_t>>& texts) {
-  const std::int64_t width = model_.config.max_len - 2;
   const std::size_t k = model_.labels.size();
-  std::vector<Window> windows;
-  for (std::size_t t = 0; t < texts.size(); ++t) {
-    const std::vector<std::int32_t>& ids = texts[t];
-    for (std::int64_t start : window_starts(static_cast<std::int64_t>(ids.size()), width)) {
-      std::int64_t end = std::min<std::int64_t>(start + width, static_cast<std::int64_t>(ids.size()));
-      std::vector<std::int32_t> slice(ids.begin() + start, ids.begin() + end);
-      windows.push_back({t, start, with_specials(slice, model_.config.max_len)});
-    }
-  }
+  const WindowPlan plan = plan_windows(texts, model_.config.max_len);
   if (tables_)
-    for (const Window& w : windows) tabulate(model_.net, *tables_, w.ids.data(), w.ids.size());
-  // Windows of similar length go together, kBatchWindows at most, padded to
-  // the longest; each such batch is cut into passes of about kPredictRows
-  // token rows, so one pass's activations stay in a core's L2 cache.
-  std::vector<std::int64_t> lengths;
-  lengths.reserve(windows.size());
-  for (const Window& w : windows) lengths.push_back(static_cast<std::int64_t>(w.ids.size()));
-  std::vector<Batch> packed;
-  std::vector<std::vector<std::size_t>> members;  // the windows of each packed batch
-  for (const std::vector<std::size_t>& bucket : bucketed_batches(lengths, kBatchWindows, nullptr)) {
-    std::vector<const std::vector<std::int32_t>*> seqs;
-    for (std::size_t w : bucket) seqs.push_back(&windows[w].ids);
-    const Batch whole = pack_batch(seqs, {});
-    const Index group = std::max<Index>(1, kPredictRows / std::max<Index>(1, whole.seq));
-    for (Index b0 = 0; b0 < whole.size; b0 += group) {
-      const Index count = std::min(group, whole.size - b0);
-      packed.push_back(whole.part(b0, count));
-      members.emplace_back(bucket.begin() + b0, bucket.begin() + b0 + count);
-    }
-  }
-  padded_tokens_ = 0;
-  for (const Batch& b : packed) padded_tokens_ += static_cast<std::int64_t>(b.size * b.seq);
-  std::vector<float> window_probs(windows.size() * k);  // (windows, K)
-  predict_batches<float>(model_.net, packed, caches_, [&](std::size_t b, const CMatMap<float>& probs) {
-    for (std::size_t r = 0; r < members[b].size(); ++r)
-      for (std::size_t c = 0; c < k; ++c) window_probs[members[b][r] * k + c] = probs(static_cast<Index>(r), c);
+    for (const Window& w : plan.windows) tabulate(model_.net, *tables_, w.ids.data(), w.ids.size());
+  padded_tokens_ = plan.padded_tokens;
+  std::vector<float> window_probs(plan.windows.size() * k);  // (windows, K)
+  predict_batches<float>(model_.net, plan.passes, caches_, [&](std::size_t b, const CMatMap<float>& probs) {
+    for (std::size_t r = 0; r < plan.members[b].size(); ++r)
+      for (std::size_t c = 0; c < k; ++c) window_probs[plan.members[b][r] * k + c] = probs(static_cast<Index>(r), c);
   }, tables_.get());
-
-  return combine(windows, window_probs, texts.size());
+  return combine(plan.windows, window_probs, texts.size());
 }
 
 // The windows' probabilities (windows, K) combined per text as the model

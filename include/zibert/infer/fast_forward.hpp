@@ -57,6 +57,18 @@ template <class T>
 CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
                          const EmbeddingTables<T>* tables = nullptr);
 
+// Every token's last-layer state (N, C) of an unlabelled batch, nothing
+// folded (embed's input). Rows of [PAD] are computed but mean nothing.
+template <class T>
+CMatMap<T> infer_hidden(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
+                        const EmbeddingTables<T>* tables = nullptr);
+
+// Runs run(b, cache) for b in [0, n_batches), spread over the threads, each
+// thread with a cache of its own; the first exception is rethrown.
+template <class T>
+void for_each_batch(std::size_t n_batches, std::vector<InferenceCache<T>>& caches,
+                    const std::function<void(std::size_t, InferenceCache<T>&)>& run);
+
 // Runs infer_forward on each batch, the batches spread over the threads (each
 // with a cache of its own), and hands every batch's (B, K) probabilities to
 // take, which may be called from any thread but never twice at once for one

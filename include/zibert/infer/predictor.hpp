@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zibert/infer/fast_forward.hpp"
+#include "zibert/infer/window_plan.hpp"
 #include "zibert/model/classifier.hpp"
 
 namespace zibert {
@@ -37,11 +38,6 @@ class Predictor {
   std::int64_t padded_tokens() const { return padded_tokens_; }
 
  private:
-  struct Window {
-    std::size_t text;
-    std::int64_t start;
-    std::vector<std::int32_t> ids;  // with [CLS] and [SEP]
-  };
   std::vector<Prediction> combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
                                   std::size_t n_texts) const;
 
