@@ -4,13 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "chunks.hpp"
 #include "zibert/base/line_source.hpp"
 #include "zibert/infer/predictor.hpp"
 
 namespace zibert::cli {
 namespace {
-
-constexpr std::size_t kChunkLines = 1024;
 
 struct ClassifyCli {
   std::vector<std::string> inputs;
@@ -37,10 +36,6 @@ std::string escape_tsv(const std::string& text) {
 
 double round4(float v) { return std::round(double(v) * 10000.0) / 10000.0; }
 
-void write_out(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);  // a later error must not lose what was already decided
-}
 
 class Classify {
  public:
@@ -74,45 +69,15 @@ class Classify {
   }
 
  private:
-  std::string display(const LineSource& src) const { return src.name() == "-" ? "(standard input)" : src.name(); }
-
-  // The line's token ids (Tokenizer::encode: normalised, then mapped).
-  std::vector<std::int32_t> encoded(const std::string& text, const LineSource& src, std::int64_t line_no) const {
-    if (text.find('\0') != std::string::npos) throw error_at(src.name(), line_no, "binary file (NUL byte); not text");
-    try {
-      return tokenizer_.encode(text);
-    } catch (const Utf8Error& e) {
-      throw Error(src.name() + ":" + std::to_string(line_no) + ":" + std::to_string(e.byte + 1) +
-                  ": invalid UTF-8 (--invalid replace carries on)");
-    }
-  }
+  std::string display(const LineSource& src) const { return display_name(src); }
 
   void lines(LineSource& src) {
-    std::vector<std::string> chunk;
-    std::vector<std::vector<std::int32_t>> texts;
-    std::int64_t line_no = 0, first = 1, file_matches = 0;
-    std::string line;
-    bool eof = false;
-    while (!eof) {
-      chunk.clear();
-      texts.clear();
-      first = line_no + 1;
-      try {
-        while (chunk.size() < kChunkLines) {
-          if (!chunk.empty() && !src.ready()) break;  // input stalls: answer what has arrived
-          if (!src.next(line)) {
-            eof = true;
-            break;
-          }
-          ++line_no;
-          texts.push_back(encoded(line, src, line_no));
-          chunk.push_back(std::move(line));
-        }
-      } catch (const Error&) {
-        emit(src, chunk, texts, first, file_matches);  // the lines before the bad one are written
-        throw;
-      }
-      emit(src, chunk, texts, first, file_matches);
+    std::int64_t line_no = 0, file_matches = 0;
+    for (bool eof = false; !eof;) {
+      Chunk chunk = read_chunk(src, tokenizer_, line_no);
+      emit(src, chunk.lines, chunk.ids, chunk.first, file_matches);  // the lines before a bad one are written
+      if (chunk.error) std::rethrow_exception(chunk.error);
+      eof = chunk.eof;
       if (o_.quiet && matches_ > 0) return;
     }
     if (o_.count && !o_.quiet)
@@ -180,7 +145,7 @@ class Classify {
     const std::int32_t space = tokenizer_.vocab().id(U' ');
     while (src.next(line)) {  // line by line, so errors can name the line
       ++line_no;
-      std::vector<std::int32_t> part = encoded(line, src, line_no);
+      std::vector<std::int32_t> part = encode_line(tokenizer_, line, src, line_no);
       if (!ids.empty() && !part.empty()) ids.push_back(space);
       ids.insert(ids.end(), part.begin(), part.end());
     }
