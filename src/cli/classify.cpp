@@ -202,13 +202,12 @@ Runner setup_classify(CLI::App& app) {
       "  tail -f chat.log | zibert classify --filter\n"
       "  if zibert classify --filter -q notes.txt; then echo mentioned; fi\n"
       "  zibert classify --document menu.txt");
-  app.add_option("inputs", o->inputs, "Files to read; - or none for stdin");
+  add_inputs_option(app, o->inputs);
   add_model_option(app, o->model);
   app.add_option("--format", o->format, "Output format")->check(CLI::IsMember({"tsv", "jsonl"}))->capture_default_str();
   app.add_flag("--no-text", o->no_text, "Leave the text out of the output");
   add_threshold_option(app, o->threshold);
-  app.add_option("--invalid", o->invalid, "Invalid UTF-8: error, or replace bad bytes with U+FFFD")
-      ->check(CLI::IsMember({"error", "replace"}))->capture_default_str();
+  add_invalid_option(app, o->invalid);
   app.add_flag("--filter", o->filter, "Print only the lines predicted as the positive label (or --label)");
   app.add_option("--label", o->label, "The label --filter, --count and --quiet match (default: the positive label)");
   app.add_flag("-n,--line-number", o->line_number, "With --filter: prefix each line with its line number");

@@ -21,6 +21,8 @@ int apply_threads(int threads);
 // Options several commands share, declared once.
 void add_model_option(CLI::App& app, std::string& model);
 void add_threads_option(CLI::App& app, int& threads);
+void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs);  // files, - or none for stdin
+void add_invalid_option(CLI::App& app, std::string& invalid);             // --invalid error|replace
 void add_threshold_option(CLI::App& app, double& threshold);
 
 using Runner = std::function<int()>;
@@ -32,5 +34,6 @@ Runner setup_synth(CLI::App& app);
 Runner setup_explain(CLI::App& app);
 Runner setup_plot(CLI::App& app);
 Runner setup_bench(CLI::App& app);
+Runner setup_embed(CLI::App& app);
 
 }  // namespace zibert::cli

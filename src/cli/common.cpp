@@ -50,6 +50,16 @@ void add_model_option(CLI::App& app, std::string& model) {
   app.add_option("-m,--model", model, "Model file (default: $ZIBERT_MODEL, then the installed model)");
 }
 
+void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs) {
+  app.add_option("inputs", inputs, "Files to read; - or none for stdin");
+}
+
+void add_invalid_option(CLI::App& app, std::string& invalid) {
+  app.add_option("--invalid", invalid, "Invalid UTF-8: error, or replace bad bytes with U+FFFD")
+      ->check(CLI::IsMember({"error", "replace"}))
+      ->capture_default_str();
+}
+
 void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
 }

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   };
   add("train", "Train a classifier on labelled text", setup_train);
   add("classify", "Classify each line of files or stdin", setup_classify);
+  add("embed", "Print one vector per line of files or stdin", setup_embed);
   add("eval", "Score a model on labelled data", setup_eval);
   add("info", "Describe a model file", setup_info);
   add("synth", "Build a labelled corpus for a phrase from plain sentences", setup_synth);
