@@ -30,9 +30,20 @@ TrainOptions options_from_json(const nlohmann::json& j) {
   o.min_count = j.at("min_count").get<std::int64_t>();
   o.lowercase = j.at("lowercase").get<bool>();
   o.positive = j.at("positive").get<std::string>();
-  o.windows = j.at("windows").get<std::string>();
+  o.windows = j.value("windows", "");  // checkpoints written before train --windows: the default
   o.threads = j.at("threads").get<int>();
-  o.shape = config_from_json(j.at("shape"));
+  if (j.contains("shape")) {
+    o.shape = config_from_json(j.at("shape"));
+  } else {  // checkpoints written before the shape was nested (zibert before issue 15)
+    o.shape.dropout = j.at("dropout").get<double>();
+    o.shape.layers = j.at("layers").get<std::int64_t>();
+    o.shape.heads = j.at("heads").get<std::int64_t>();
+    o.shape.dim = j.at("dim").get<std::int64_t>();
+    o.shape.ffn = j.at("ffn").get<std::int64_t>();
+    o.shape.max_len = j.at("max_len").get<std::int64_t>();
+    o.shape.tie_qk = j.at("tie_qk").get<bool>();
+    o.shape.position = j.at("position").get<bool>();
+  }
   return o;
 }
 
