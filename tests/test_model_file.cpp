@@ -132,6 +132,17 @@ TEST_CASE("damaged model files are clear errors", "[model_file]") {
       {"non-JSON metadata",
        [good] { return edit_header(good, [](nlohmann::json& h) { h["__metadata__"]["config"] = "{not json"; }); },
        "metadata \"config\" is not JSON"},
+      {"unknown windows",
+       [good] { return edit_header(good, [](nlohmann::json& h) { h["__metadata__"]["windows"] = "all"; }); },
+       "windows must be max, mean or first"},
+      {"windows max without a positive label",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           h["__metadata__"]["windows"] = "max";
+           h["__metadata__"]["positive_label"] = "";
+         });
+       },
+       "needs a binary model with a positive label"},
       {"header not JSON",
        [good] {
          std::string b = good;
