@@ -30,7 +30,8 @@ Classifier tiny_classifier(std::uint64_t seed) {
   builder.add(normalize("佛跳墙是一道福建名菜他们点了一坛 abc", Normalization{}));
   Vocab vocab = builder.build(1);
   const ModelConfig cfg = model_shape(vocab.size(), 16, 8, 2, 16, 2, 2, 0.0);
-  Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg)};
+  Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg),
+                   std::nullopt};
   model.net.init_weights(seed);
   return model;
 }

@@ -24,7 +24,12 @@ Windows windows_from_name(const std::string& name) {
 
 Windows Classifier::window_combine() const {
   if (windows) return *windows;
-  return positive_id() >= 0 && labels.size() == 2 ? Windows::max : Windows::mean;
+  return binary() ? Windows::max : Windows::mean;
+}
+
+void Classifier::check_windows() const {
+  if (windows == Windows::max && !binary())
+    throw Error("windows max needs a binary model with a positive label (train --positive)");
 }
 
 }  // namespace zibert

@@ -154,8 +154,6 @@ class Reader {
       } catch (const Error& e) {
         throw bad(std::string("metadata \"windows\": ") + e.what());
       }
-      if (*h.windows == Windows::max && (h.positive.empty() || h.labels.size() != 2))
-        throw bad("metadata \"windows\" is max, which needs a binary model with a positive label");
     }
     return h;
   }
@@ -208,9 +206,13 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
   reader.check_shapes(parameter_layout(h.config));
   // A loaded model only predicts (training copies it into a fresh network), so
   // it needs no gradient buffer: less memory to allocate and fault in at start-up.
-  Classifier model{h.config, Tokenizer(std::move(h.vocab), h.norm), h.labels, h.positive, h.training,
-                   Bert<float>(h.config, /*trainable=*/false)};
-  model.windows = h.windows;
+  Classifier model{h.config,  Tokenizer(std::move(h.vocab), h.norm),           h.labels, h.positive,
+                   h.training, Bert<float>(h.config, /*trainable=*/false), h.windows};
+  try {
+    model.check_windows();
+  } catch (const Error& e) {
+    throw reader.bad(std::string("metadata \"windows\": ") + e.what());
+  }
   reader.copy_weights(model.net, extra);
   return model;
 }

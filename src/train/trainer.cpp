@@ -65,13 +65,12 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
     config.vocab_size = vocab.size();
     config.labels = static_cast<std::int64_t>(labels.size());
   }
-  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config)};
   // How long texts' windows combine: as asked, else as the starting model did, else mean.
-  model.windows = !opt.windows.empty() ? windows_from_name(opt.windows)
-                  : base && base->windows ? *base->windows
-                                          : Windows::mean;
-  if (*model.windows == Windows::max && !(model.positive_id() >= 0 && labels.size() == 2))
-    throw Error("--windows max needs a binary model with a positive label (--positive)");
+  const Windows windows = !opt.windows.empty() ? windows_from_name(opt.windows)
+                          : base && base->windows ? *base->windows
+                                                  : Windows::mean;
+  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config), windows};
+  model.check_windows();
   if (base)
     model.net.params() = base->net.params();
   else
@@ -79,15 +78,18 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   return model;
 }
 
+// Row i's label id; a label the model does not have is an error naming the row.
+std::int32_t label_of(const Dataset& data, std::size_t i, const Classifier& model) {
+  const std::int32_t label = model.label_id(data.rows[i].label);
+  if (label < 0)
+    throw error_at(data.name, data.rows[i].line, "label \"" + data.rows[i].label + "\" is not among the training labels");
+  return label;
+}
+
 SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
   SequenceSet out;
-  for (std::size_t i = 0; i < data.rows.size(); ++i) {
-    std::int32_t label = model.label_id(data.rows[i].label);
-    if (label < 0)
-      throw error_at(data.name, data.rows[i].line,
-                     "label \"" + data.rows[i].label + "\" is not among the training labels");
-    out.add(model.tokenizer.ids(texts[i]), label, model.config.max_len);
-  }
+  for (std::size_t i = 0; i < data.rows.size(); ++i)
+    out.add(model.tokenizer.ids(texts[i]), label_of(data, i, model), model.config.max_len);
   return out;
 }
 
@@ -98,10 +100,11 @@ struct DevSet {
 };
 
 DevSet encode_dev(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
-  const SequenceSet checked = encode_all(data, texts, model);  // names a row whose label is unknown
   DevSet out;
-  out.labels = checked.labels;
-  for (const auto& t : texts) out.ids.push_back(model.tokenizer.ids(t));
+  for (std::size_t i = 0; i < data.rows.size(); ++i) {
+    out.labels.push_back(label_of(data, i, model));
+    out.ids.push_back(model.tokenizer.ids(texts[i]));
+  }
   return out;
 }
 

@@ -32,7 +32,7 @@ class Predictor {
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
   // The same for texts already mapped to ids (Tokenizer::encode), without [CLS]/[SEP].
   std::vector<Prediction> predict_ids(const std::vector<std::vector<std::int32_t>>& texts);
-  bool binary() const { return positive_ >= 0 && model_.labels.size() == 2; }
+  bool binary() const { return model_.binary(); }
   bool tabulated() const { return tables_ != nullptr; }
   // Token rows the last predict computed, padding included.
   std::int64_t padded_tokens() const { return padded_tokens_; }

@@ -31,8 +31,12 @@ struct Classifier {
   std::optional<Windows> windows;
 
   Windows window_combine() const;
+  // Throws unless the recorded windows suit the labels (max needs binary()).
+  void check_windows() const;
   std::int32_t label_id(const std::string& name) const;  // -1 when unknown
   std::int32_t positive_id() const { return positive.empty() ? -1 : label_id(positive); }
+  // Two labels, one of them positive: a detector, whose windows may combine by max.
+  bool binary() const { return positive_id() >= 0 && labels.size() == 2; }
 };
 
 }  // namespace zibert
