@@ -288,8 +288,8 @@ nlohmann::ordered_json phase_json(const BenchPhase& p, double ceiling) {
 nlohmann::ordered_json bench_json(const BenchResult& r) {
   const ModelConfig& c = r.config;
   nlohmann::ordered_json j;
-  j["model"] = {{"layers", c.layers}, {"heads", c.heads}, {"dim", c.dim}, {"ffn", c.ffn}, {"max_len", c.max_len},
-                {"vocab_size", c.vocab_size}, {"labels", c.labels}, {"parameters", r.parameters}};
+  j["model"] = config_to_json(c);  // the model file's form of the shape
+  j["model"]["parameters"] = r.parameters;
   j["batch"] = r.options.batch;
   j["threads"] = r.options.threads;
   j["data"] = r.data_desc;
