@@ -8,6 +8,18 @@
 
 namespace zibert {
 
+void MaskedBatch::part_into(Index from, Index count, MaskedBatch& out) const {
+  batch.part_into(from, count, out.batch, false);
+  const auto lo = static_cast<std::int32_t>(from * batch.seq), hi = static_cast<std::int32_t>((from + count) * batch.seq);
+  out.positions.clear();
+  out.targets.clear();
+  for (std::size_t i = 0; i < positions.size(); ++i)
+    if (positions[i] >= lo && positions[i] < hi) {
+      out.positions.push_back(positions[i] - lo);
+      if (!targets.empty()) out.targets.push_back(targets[i]);
+    }
+}
+
 Batch Batch::part(Index from, Index count, bool with_labels) const {
   Batch out;
   part_into(from, count, out, with_labels);

@@ -90,8 +90,23 @@ void Bert<T>::bind() {
     layer.down = {param(p + "output.dense.weight"), param(p + "output.dense.bias")};
     layer.ln2 = {param(p + "output.LayerNorm.weight"), param(p + "output.LayerNorm.bias"), T(config_.layer_norm_eps)};
   }
-  head_.pooler = {param("bert.pooler.dense.weight"), param("bert.pooler.dense.bias")};
-  head_.classifier = {param("classifier.weight"), param("classifier.bias")};
+  if (config_.task == Task::classify) {
+    head_.pooler = {param("bert.pooler.dense.weight"), param("bert.pooler.dense.bias")};
+    head_.classifier = {param("classifier.weight"), param("classifier.bias")};
+  } else {
+    const std::string p = "cls.predictions.";
+    mlm_.transform = {param(p + "transform.dense.weight"), param(p + "transform.dense.bias")};
+    mlm_.ln = {param(p + "transform.LayerNorm.weight"), param(p + "transform.LayerNorm.bias"),
+               T(config_.layer_norm_eps)};
+    mlm_.bias = param(p + "bias");
+  }
+}
+
+template <class T>
+void Bert<T>::check_task(Task task, const char* pass) const {
+  if (config_.task != task)
+    throw Error(std::string(pass) + " needs " + (task == Task::mlm ? "an encoder (zibert pretrain's model)" : "a classifier") +
+                "; this model is " + (config_.task == Task::mlm ? "an encoder" : "a classifier"));
 }
 
 template <class T>
@@ -279,13 +294,9 @@ void Bert<T>::head_backward(const Batch& batch, ModelCache<T>& cache) const {
 // ---- the whole model
 
 template <class T>
-T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* given, LastRows last) const {
+void Bert<T>::encode(const Batch& batch, bool cls_only, const DropoutRng* rng, ModelCache<T>& cache) const {
   const Index n = batch.size * batch.seq, c = config_.dim, n_layers = config_.layers;
   if (batch.seq > config_.max_len) throw Error("batch sequence length exceeds the model's max_len");
-  const DropoutRng* rng = given != nullptr && given->p > 0 ? given : nullptr;
-  // The last layer computes [CLS] rows only, unless all rows are asked for
-  // or queries and keys are tied (forward_cls needs them apart).
-  const bool cls_only = last == LastRows::cls && !config_.tie_qk;
   cache.batch = batch.size;
   cache.seq = batch.seq;
   cache.dropout_on = rng != nullptr;
@@ -307,6 +318,31 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* g
     layer_forward(l, hidden.middleRows(l * n, n), batch, cls_rows, rng, cache,
                   hidden.middleRows((l + 1) * n, cls_rows ? batch.size : n));
   }
+}
+
+template <class T>
+void Bert<T>::encode_backward(const Batch& batch, ModelCache<T>& cache) {
+  const Index n = cache.batch * cache.seq, c = config_.dim, n_layers = config_.layers;
+  const MatMap<T> hidden(cache.hidden.data.data(), (n_layers + 1) * n, c);
+  for (Index l = n_layers - 1; l >= 0; --l) {
+    layer_backward(l, hidden.middleRows(l * n, n), cache.cls_only && l == n_layers - 1, cache);
+    std::swap(cache.grad_in, cache.grad_out);
+  }
+  // h0 = dropout(LN(word[ids] + pos))
+  MatMap<T> dh0(cache.grad_out.data.data(), n, c);
+  if (cache.dropout_on) dh0.array() *= MatMap<T>(cache.emb_drop.data.data(), n, c).array();
+  embeddings_.backward(batch, dh0, MatMap<T>(cache.emb_xhat.data.data(), n, c),
+                       MatMap<T>(cache.emb_rstd.data.data(), n, 1), cache.grad_a.view(n, c), cache.ln_scratch);
+}
+
+template <class T>
+T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* given, LastRows last) const {
+  check_task(Task::classify, "classifying");
+  const DropoutRng* rng = given != nullptr && given->p > 0 ? given : nullptr;
+  // The last layer computes [CLS] rows only, unless all rows are asked for
+  // or queries and keys are tied (forward_cls needs them apart).
+  const bool cls_only = last == LastRows::cls && !config_.tie_qk;
+  encode(batch, cls_only, rng, cache);
   return head_forward(batch, cls_only, rng, cache);
 }
 
@@ -315,8 +351,6 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   if (grads_.empty()) throw Error("this model was loaded for inference only and cannot be trained");
   if (batch.labels.empty()) throw Error("backward needs a labelled batch");
   const Index b_size = cache.batch, seq = cache.seq, n = b_size * seq, c = config_.dim;
-  const Index n_layers = config_.layers;
-  const MatMap<T> hidden(cache.hidden.data.data(), (n_layers + 1) * n, c);
   head_backward(batch, cache);
   // The gradient w.r.t. the last layer's output: its [CLS] rows when it
   // computed those only, else every row with zeros off [CLS].
@@ -328,15 +362,70 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
     dy.setZero();
     for (Index b = 0; b < b_size; ++b) dy.row(b * seq) = dcls.row(b);
   }
-  for (Index l = n_layers - 1; l >= 0; --l) {
-    layer_backward(l, hidden.middleRows(l * n, n), cache.cls_only && l == n_layers - 1, cache);
-    std::swap(cache.grad_in, cache.grad_out);
+  encode_backward(batch, cache);
+}
+
+// ---- the masked-LM head: h = LN(GELU(x Wtᵀ + bt)); logits = h Eᵀ + b; loss = CE on the chosen rows
+
+template <class T>
+T Bert<T>::forward_mlm(const MaskedBatch& masked, ModelCache<T>& cache, const DropoutRng* given) const {
+  check_task(Task::mlm, "the masked-LM pass");
+  const Batch& batch = masked.batch;
+  const DropoutRng* rng = given != nullptr && given->p > 0 ? given : nullptr;
+  encode(batch, false, rng, cache);
+  const Index n = batch.size * batch.seq, c = config_.dim, v = config_.vocab_size;
+  const auto m = static_cast<Index>(masked.positions.size());
+  if (!masked.targets.empty() && masked.targets.size() != masked.positions.size())
+    throw Error("masked batch: positions and targets differ in number");
+  MlmCache<T>& mc = cache.mlm;
+  const MatMap<T> last(cache.hidden.data.data() + config_.layers * n * c, n, c);  // (N, C)
+  MatMap<T> x = mc.x.view(m, c);                                                   // (M, C)
+  for (Index i = 0; i < m; ++i) {
+    const std::int32_t row = masked.positions[i];
+    if (row < 0 || row >= n) throw Error("masked position out of range");
+    x.row(i) = last.row(row);
   }
-  // h0 = dropout(LN(word[ids] + pos))
-  MatMap<T> dh0(cache.grad_out.data.data(), n, c);
-  if (cache.dropout_on) dh0.array() *= MatMap<T>(cache.emb_drop.data.data(), n, c).array();
-  embeddings_.backward(batch, dh0, MatMap<T>(cache.emb_xhat.data.data(), n, c),
-                       MatMap<T>(cache.emb_rstd.data.data(), n, 1), cache.grad_a.view(n, c), cache.ln_scratch);
+  MatMap<T> pre = mc.pre.view(m, c), act = mc.act.view(m, c), h = mc.h.view(m, c);  // (M, C)
+  mlm_.transform.forward(x, pre);
+  gelu_forward<T>(pre, act);
+  mlm_.ln.forward(act, h, mc.xhat.view(m, c), mc.rstd.view(m, 1));
+  MatMap<T> logits = mc.logits.view(m, v), probs = mc.probs.view(m, v);  // (M, V)
+  const Linear<T> decoder{embeddings_.word, mlm_.bias};                   // tied to the word embeddings
+  decoder.forward(h, logits);
+  if (masked.targets.empty() || m == 0) {
+    probs = logits;
+    softmax_rows<T>(probs);
+    return T(0);
+  }
+  for (std::int32_t t : masked.targets)
+    if (t < 0 || t >= v) throw Error("masked target id out of range");
+  return cross_entropy_forward<T>(logits, masked.targets.data(), probs);
+}
+
+template <class T>
+void Bert<T>::backward_mlm(const MaskedBatch& masked, ModelCache<T>& cache) {
+  if (grads_.empty()) throw Error("this model was loaded for inference only and cannot be trained");
+  if (masked.positions.empty()) return;  // nothing chosen: no loss, no gradient
+  if (masked.targets.empty()) throw Error("backward_mlm needs the masked tokens' targets");
+  const Batch& batch = masked.batch;
+  const Index n = cache.batch * cache.seq, c = config_.dim, v = config_.vocab_size;
+  const auto m = static_cast<Index>(masked.positions.size());
+  MlmCache<T>& mc = cache.mlm;
+  MatMap<T> dlogits = mc.grad_logits.view(m, v);  // (M, V)
+  cross_entropy_backward<T>(MatMap<T>(mc.probs.data.data(), m, v), masked.targets.data(), dlogits);
+  MatMap<T> dh = mc.grad_h.view(m, c), dact = mc.grad_act.view(m, c), dx = mc.grad_x.view(m, c);  // (M, C)
+  Ref<T> dh_ref(dh), dx_ref(dx);
+  const Linear<T> decoder{embeddings_.word, mlm_.bias};
+  decoder.backward(MatMap<T>(mc.h.data.data(), m, c), dlogits, &dh_ref);  // dE += dlogitsᵀ h
+  mlm_.ln.backward(dh, MatMap<T>(mc.xhat.data.data(), m, c), MatMap<T>(mc.rstd.data.data(), m, 1), dact,
+                   cache.ln_scratch);
+  gelu_backward<T>(MatMap<T>(mc.pre.data.data(), m, c), dact, dact);
+  mlm_.transform.backward(MatMap<T>(mc.x.data.data(), m, c), dact, &dx_ref);
+  // Into the last layer's output: the chosen rows, zeros elsewhere.
+  MatMap<T> dy = cache.grad_out.view(n, c);
+  dy.setZero();
+  for (Index i = 0; i < m; ++i) dy.row(masked.positions[i]) += dx.row(i);
+  encode_backward(batch, cache);
 }
 
 template struct Embeddings<float>;

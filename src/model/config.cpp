@@ -4,6 +4,16 @@
 
 namespace zibert {
 
+const char* task_name(Task t) { return t == Task::mlm ? "mlm" : "classify"; }
+
+Task task_from_name(const std::string& name) {
+  if (name == "classify") return Task::classify;
+  if (name == "mlm") return Task::mlm;
+  throw Error("unknown task \"" + name + "\" (choose classify or mlm)");
+}
+
+bool is_encoder_tensor(const std::string& name) { return name.starts_with("bert.embeddings.") || name.starts_with("bert.encoder."); }
+
 void ModelConfig::validate() const {
   auto bad = [](const std::string& what) { throw Error("invalid model config: " + what); };
   if (vocab_size <= 5 || vocab_size > 10'000'000) bad("vocab_size must be in 6..10000000");
@@ -12,7 +22,8 @@ void ModelConfig::validate() const {
   if (heads < 1 || dim % heads != 0) bad("dim must be a multiple of heads");
   if (ffn < 1 || ffn > 262144) bad("ffn must be in 1..262144");
   if (layers < 1 || layers > 256) bad("layers must be in 1..256");
-  if (labels < 2 || labels > 100000) bad("labels must be in 2..100000");
+  if (task == Task::classify && (labels < 2 || labels > 100000)) bad("labels must be in 2..100000");
+  if (task == Task::mlm && labels != 0) bad("an encoder (task mlm) has no labels");
   if (!(dropout >= 0.0 && dropout < 1.0)) bad("dropout must be in [0, 1)");
   if (!(layer_norm_eps > 0.0 && layer_norm_eps < 1.0)) bad("layer_norm_eps must be in (0, 1)");
   // The whole model must stay far below what could overflow offsets.
@@ -54,10 +65,18 @@ std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
     add(p + "output.LayerNorm.weight", {c});
     add(p + "output.LayerNorm.bias", {c});
   }
-  add("bert.pooler.dense.weight", {c, c});
-  add("bert.pooler.dense.bias", {c});
-  add("classifier.weight", {cfg.labels, c});
-  add("classifier.bias", {cfg.labels});
+  if (cfg.task == Task::classify) {
+    add("bert.pooler.dense.weight", {c, c});
+    add("bert.pooler.dense.bias", {c});
+    add("classifier.weight", {cfg.labels, c});
+    add("classifier.bias", {cfg.labels});
+  } else {  // BertForMaskedLM's head; the decoder's weight is the word embeddings
+    add("cls.predictions.transform.dense.weight", {c, c});
+    add("cls.predictions.transform.dense.bias", {c});
+    add("cls.predictions.transform.LayerNorm.weight", {c});
+    add("cls.predictions.transform.LayerNorm.bias", {c});
+    add("cls.predictions.bias", {cfg.vocab_size});
+  }
   return out;
 }
 
@@ -65,7 +84,7 @@ nlohmann::json config_to_json(const ModelConfig& c) {
   return {{"vocab_size", c.vocab_size}, {"max_len", c.max_len}, {"dim", c.dim},
           {"heads", c.heads},           {"ffn", c.ffn},         {"layers", c.layers},
           {"labels", c.labels},         {"dropout", c.dropout}, {"layer_norm_eps", c.layer_norm_eps},
-          {"tie_qk", c.tie_qk},         {"position_embeddings", c.position}};
+          {"tie_qk", c.tie_qk},         {"position_embeddings", c.position}, {"task", task_name(c.task)}};
 }
 
 ModelConfig config_from_json(const nlohmann::json& j) {
@@ -81,6 +100,7 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.layer_norm_eps = j.at("layer_norm_eps").get<double>();
   c.tie_qk = j.value("tie_qk", false);
   c.position = j.value("position_embeddings", true);
+  c.task = task_from_name(j.value("task", "classify"));
   return c;
 }
 

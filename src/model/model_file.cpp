@@ -128,6 +128,8 @@ class Reader {
       h.training = parse("training");
     } catch (const nlohmann::json::exception& e) {
       throw bad(std::string("metadata has a wrong field (") + e.what() + ")");
+    } catch (const Error& e) {
+      throw bad(std::string("metadata \"config\": ") + e.what());
     }
     try {
       h.config.validate();

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <exception>
+#include <tuple>
+#include <utility>
 
 namespace zibert {
 
@@ -11,14 +13,15 @@ template <class T>
 DataParallel<T>::DataParallel(int parts) : parts_(parts > 0 ? parts : omp_get_max_threads()) {}
 
 template <class T>
-T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng) {
-  const Index parts = std::min<Index>(parts_, batch.size);
-  if (caches_.size() < static_cast<std::size_t>(std::max<Index>(parts, 1))) caches_.resize(std::max<Index>(parts, 1));
-  if (parts <= 1) {
+template <class Part>
+T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
+  parts = std::max<Index>(parts, 1);
+  if (caches_.size() < static_cast<std::size_t>(parts)) caches_.resize(parts);
+  losses_.resize(static_cast<std::size_t>(parts));
+  weights_.resize(static_cast<std::size_t>(parts));
+  if (parts == 1) {
     net.zero_grad();
-    T loss = net.forward(batch, caches_[0], rng);
-    if (std::isfinite(loss)) net.backward(batch, caches_[0]);
-    return loss;
+    return part(0, net, caches_[0]).first;
   }
   // Replicas read net's weights in place: rebuild them when those move.
   if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(parts) ||
@@ -27,35 +30,23 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
     for (Index p = 0; p < parts; ++p) replicas_.push_back(Bert<T>::replica(net));
     bound_ = net.params().data();
   }
-  pieces_.resize(static_cast<std::size_t>(parts));
-  for (Index p = 0; p < parts; ++p) {
-    const Index b0 = batch.size * p / parts, b1 = batch.size * (p + 1) / parts;
-    batch.part_into(b0, b1 - b0, pieces_[p]);
-  }
-  losses_.resize(static_cast<std::size_t>(parts));
-  weights_.resize(static_cast<std::size_t>(parts));
   std::vector<T>& losses = losses_;
+  std::vector<T>& weight = weights_;
   std::exception_ptr error;
 #pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static, 1)
   for (Index p = 0; p < parts; ++p) {
     try {
       Bert<T>& r = replicas_[p];
       r.zero_grad();
-      losses[p] = r.forward(pieces_[p], caches_[p], rng);
-      if (std::isfinite(losses[p])) r.backward(pieces_[p], caches_[p]);
+      std::tie(losses[p], weight[p]) = part(p, r, caches_[p]);
     } catch (...) {
 #pragma omp critical(zibert_data_parallel_error)
       if (!error) error = std::current_exception();
     }
   }
   if (error) std::rethrow_exception(error);
-
-  std::vector<T>& weight = weights_;
   T loss = 0;
-  for (Index p = 0; p < parts; ++p) {
-    weight[p] = T(pieces_[p].size) / T(batch.size);
-    loss += weight[p] * losses[p];
-  }
+  for (Index p = 0; p < parts; ++p) loss += weight[p] * losses[p];
   if (!std::isfinite(loss)) return loss;
   AlignedVector<T>& grads = net.grads();
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(grads.size());
@@ -66,6 +57,39 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
     grads[i] = sum;
   }
   return loss;
+}
+
+template <class T>
+T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng) {
+  const Index parts = std::min<Index>(parts_, batch.size);
+  pieces_.resize(static_cast<std::size_t>(std::max<Index>(parts, 1)));
+  for (Index p = 0; p < parts; ++p) {
+    const Index b0 = batch.size * p / parts, b1 = batch.size * (p + 1) / parts;
+    batch.part_into(b0, b1 - b0, pieces_[p]);
+  }
+  return run(net, parts, [&](Index p, Bert<T>& r, ModelCache<T>& cache) {
+    const Batch& piece = parts <= 1 ? batch : pieces_[p];
+    const T loss = r.forward(piece, cache, rng);
+    if (std::isfinite(loss)) r.backward(piece, cache);
+    return std::pair<T, T>(loss, T(piece.size) / T(batch.size));
+  });
+}
+
+template <class T>
+T DataParallel<T>::train_mlm(Bert<T>& net, const MaskedBatch& batch, const DropoutRng* rng) {
+  const Index parts = std::min<Index>(parts_, batch.batch.size);
+  masked_pieces_.resize(static_cast<std::size_t>(std::max<Index>(parts, 1)));
+  for (Index p = 0; p < parts; ++p) {
+    const Index b0 = batch.batch.size * p / parts, b1 = batch.batch.size * (p + 1) / parts;
+    batch.part_into(b0, b1 - b0, masked_pieces_[p]);
+  }
+  const T chosen = T(std::max<std::size_t>(batch.positions.size(), 1));
+  return run(net, parts, [&](Index p, Bert<T>& r, ModelCache<T>& cache) {
+    const MaskedBatch& piece = parts <= 1 ? batch : masked_pieces_[p];
+    const T loss = r.forward_mlm(piece, cache, rng);
+    if (std::isfinite(loss)) r.backward_mlm(piece, cache);
+    return std::pair<T, T>(loss, T(piece.positions.size()) / chosen);
+  });
 }
 
 template class DataParallel<float>;

@@ -23,6 +23,16 @@ struct Batch {
   void part_into(Index from, Index count, Batch& out, bool with_labels = true) const;
 };
 
+// A batch for the masked-language-model objective (train/masking.hpp draws
+// them): some tokens replaced, and which they were.
+struct MaskedBatch {
+  Batch batch;                           // the ids with the chosen tokens replaced (labels empty)
+  std::vector<std::int32_t> positions;   // rows b*T+t of the chosen tokens, ascending
+  std::vector<std::int32_t> targets;     // their original ids (may be empty to predict)
+  // Sequences [from, from + count) with their chosen positions (renumbered), reusing out's memory.
+  void part_into(Index from, Index count, MaskedBatch& out) const;
+};
+
 // [CLS] ids [SEP], with ids cut to max_len − 2.
 std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len);
 

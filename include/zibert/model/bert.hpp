@@ -38,7 +38,22 @@ struct EncoderLayerCache {
   Buffer<T> ln2_rstd;     // (rows, 1)
 };
 
-// Everything a training pass (Bert::forward) keeps for backward.
+// What the masked-LM head keeps for backward, for M chosen positions.
+template <class T>
+struct MlmCache {
+  Buffer<T> x;       // (M, C) the last layer's rows at the positions
+  Buffer<T> pre;     // (M, C) transform before GELU
+  Buffer<T> act;     // (M, C) after GELU
+  Buffer<T> xhat;    // (M, C)
+  Buffer<T> rstd;    // (M, 1)
+  Buffer<T> h;       // (M, C) transform LayerNorm output
+  Buffer<T> logits;  // (M, V)
+  Buffer<T> probs;   // (M, V)
+  Buffer<T> grad_logits;    // (M, V)
+  Buffer<T> grad_h, grad_act, grad_x;  // (M, C)
+};
+
+// Everything a training pass (Bert::forward, Bert::forward_mlm) keeps for backward.
 template <class T>
 struct ModelCache {
   Index batch = 0, seq = 0;
@@ -63,6 +78,7 @@ struct ModelCache {
   Buffer<T> grad_in, grad_out;                // (N, C) a layer's dx and dy
   Buffer<T> grad_cls, grad_pooled, grad_logits;
   Buffer<T> ln_scratch;  // LayerNorm::backward's rows
+  MlmCache<T> mlm;       // the masked-LM head's (forward_mlm)
 };
 
 // x = LayerNorm(word[ids] + pos[0..T)): the embeddings.
@@ -95,6 +111,15 @@ struct ClassifierHead {
   Linear<T> classifier;  // (K, C)
 };
 
+// BertForMaskedLM's head on the chosen rows x (M, C):
+// h = LN(GELU(x Wtᵀ + bt)); logits = h Eᵀ + b, with E the word embeddings.
+template <class T>
+struct MlmHead {
+  Linear<T> transform;  // (C, C)
+  LayerNorm<T> ln;
+  Param<T> bias;        // (V, 1) cls.predictions.bias
+};
+
 template <class T>
 class Bert {
  public:
@@ -125,6 +150,15 @@ class Bert {
   // the forward pass on the same labelled batch.
   void backward(const Batch& batch, ModelCache<T>& cache);
 
+  // The masked-LM pass of an encoder (config().task == mlm): the encoder on
+  // every row, then the head on the chosen positions only (M of them, never
+  // all N). Returns the mean cross-entropy over the positions when targets
+  // are given, else 0; the (M, V) probabilities are in cache.mlm.probs.
+  T forward_mlm(const MaskedBatch& batch, ModelCache<T>& cache, const DropoutRng* rng) const;
+  // Accumulates the gradient of that loss into grads(); the tied decoder's
+  // adds into the word embeddings'.
+  void backward_mlm(const MaskedBatch& batch, ModelCache<T>& cache);
+
   const ModelConfig& config() const { return config_; }
   const std::vector<TensorInfo>& layout() const { return layout_; }
   AlignedVector<T>& params() { return params_; }
@@ -136,12 +170,20 @@ class Bert {
   // The layers, as views of the parameters (for the inference fast path).
   const Embeddings<T>& embeddings() const { return embeddings_; }
   const std::vector<EncoderLayer<T>>& layers() const { return layers_; }
-  const ClassifierHead<T>& head() const { return head_; }
+  const ClassifierHead<T>& head() const { return head_; }     // classify
+  const MlmHead<T>& mlm_head() const { return mlm_; }         // mlm
   const T* values() const { return shared_ ? shared_ : params_.data(); }  // the parameters read
 
  private:
   void bind();
   Param<T> param(const std::string& name);
+  void check_task(Task task, const char* pass) const;
+  // Embeddings and encoder layers: cache.hidden. With cls_only the last layer
+  // computes the [CLS] rows only.
+  void encode(const Batch& batch, bool cls_only, const DropoutRng* rng, ModelCache<T>& cache) const;
+  // Differentiates encode from cache.grad_out, the gradient of the last
+  // layer's output (its B [CLS] rows when cls_only, else all N).
+  void encode_backward(const Batch& batch, ModelCache<T>& cache);
   // One encoder layer: x (N, C) → y (rows, C); rows = B when cls_only (the
   // [CLS] rows), else N. l and first_row place its dropout masks.
   void layer_forward(Index l, const CRef<T>& x, const Batch& batch, bool cls_only, const DropoutRng* rng,
@@ -161,6 +203,7 @@ class Bert {
   Embeddings<T> embeddings_;
   std::vector<EncoderLayer<T>> layers_;
   ClassifierHead<T> head_;
+  MlmHead<T> mlm_;
 };
 
 }  // namespace zibert

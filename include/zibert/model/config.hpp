@@ -9,6 +9,12 @@
 
 namespace zibert {
 
+// What the network ends in: a classifier (pooler + classifier over [CLS]) or
+// BERT's masked-language-model head (an encoder, zibert pretrain).
+enum class Task { classify, mlm };
+const char* task_name(Task t);
+Task task_from_name(const std::string& name);  // throws Error naming the choices
+
 struct ModelConfig {
   std::int64_t vocab_size = 0;
   std::int64_t max_len = 128;  // positions, including [CLS] and [SEP]
@@ -16,7 +22,8 @@ struct ModelConfig {
   std::int64_t heads = 4;      // H
   std::int64_t ffn = 256;      // F
   std::int64_t layers = 2;     // L
-  std::int64_t labels = 2;     // K
+  std::int64_t labels = 2;     // K (0 for an encoder)
+  Task task = Task::classify;
   double dropout = 0.1;
   double layer_norm_eps = 1e-12;
   // Ablations for the experiments of DESIGN §0; the defaults are BERT.
@@ -33,11 +40,17 @@ struct TensorInfo {
   bool decay = false;      // AdamW weight decay applies (matrices only)
 };
 
-// Every parameter of a model with this config, in buffer order.
+// Every parameter of a model with this config, in buffer order: the
+// encoder (bert.embeddings.*, bert.encoder.*), then the task's head
+// (bert.pooler.* and classifier.*, or cls.predictions.*, whose decoder is
+// tied to the word embeddings).
 std::vector<TensorInfo> parameter_layout(const ModelConfig& config);
 
+// The tensors of the encoder alone (what fine-tuning takes from an encoder).
+bool is_encoder_tensor(const std::string& name);
+
 // The config as the model file stores it, and back (a missing tie_qk or
-// position_embeddings reads as BERT's default). Throws nlohmann's errors on a
+// position_embeddings reads as BERT's default, a missing task as classify). Throws nlohmann's errors on a
 // missing or mistyped field; validate() checks the values.
 nlohmann::json config_to_json(const ModelConfig& config);
 ModelConfig config_from_json(const nlohmann::json& j);

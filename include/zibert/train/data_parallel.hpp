@@ -22,15 +22,25 @@ class DataParallel {
   // of parts, never on timing. Dropout masks are those of the whole batch.
   // Returns the mean loss; when it is not finite the gradient is left unset.
   T train(Bert<T>& net, const Batch& batch, const DropoutRng* rng);
+  // The same for the masked-LM loss of an encoder: the mean over the batch's
+  // chosen positions, each part weighted by its share of them.
+  T train_mlm(Bert<T>& net, const MaskedBatch& batch, const DropoutRng* rng);
 
   int parts() const { return parts_; }
 
  private:
+  // Splits into parts; part(p, replica, cache) runs forward and backward on
+  // part p and returns {loss, weight}; the loss is Σ weight·loss and the
+  // gradient the same sum, in part order.
+  template <class Part>
+  T run(Bert<T>& net, Index parts, const Part& part);
+
   int parts_;
   const T* bound_ = nullptr;  // the parameters the replicas read
   std::vector<Bert<T>> replicas_;
   std::vector<ModelCache<T>> caches_;
   std::vector<Batch> pieces_;
+  std::vector<MaskedBatch> masked_pieces_;
   std::vector<T> losses_, weights_;  // per part, kept so that a step allocates nothing
 };
 

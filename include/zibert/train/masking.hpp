@@ -9,12 +9,6 @@
 
 namespace zibert {
 
-struct MaskedBatch {
-  Batch batch;                           // the ids with the chosen tokens replaced (labels empty)
-  std::vector<std::int32_t> positions;   // rows b*T+t of the chosen tokens, ascending
-  std::vector<std::int32_t> targets;     // their original ids
-};
-
 // Each token's draws come from (seed, epoch, its sequence's index in the
 // whole batch, its position), so the masks are the same however a batch is
 // split over threads, and drawn afresh each epoch. [PAD], [UNK], [CLS],
