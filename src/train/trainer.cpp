@@ -1,10 +1,8 @@
 #include "zibert/train/trainer.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <set>
 
 #include "zibert/infer/predictor.hpp"
@@ -14,7 +12,6 @@
 namespace zibert {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 std::string fmt(const char* format, double a, double b, double c) {
   char buf[160];
@@ -126,148 +123,35 @@ DevScore evaluate(const Classifier& model, const DevSet& dev) {
   return {loss_sum / double(preds.size()), m.accuracy, m.macro_f1};
 }
 
-// ---- the loop: epochs of AdamW steps, a dev score after each
+// ---- what a classifier optimises: cross-entropy of its labels
 
-class Loop {
+class ClassifyObjective : public Objective {
  public:
-  Loop(Classifier& model, SequenceSet train, DevSet dev, const TrainOptions& opt, Progress& progress,
-       const TrainHooks& hooks)
-      : model_(model), train_(std::move(train)), dev_(std::move(dev)), opt_(opt), progress_(progress),
-        hooks_(hooks), adam_(opt.adam, model.net.layout()), runner_(opt.threads), best_params_(model.net.params()) {
-    state_.per_epoch = (static_cast<std::int64_t>(train_.seqs.size()) + opt.batch - 1) / opt.batch;
-    total_ = state_.per_epoch * opt.epochs;
-    warmup_ = static_cast<std::int64_t>(std::llround(opt.warmup * double(total_)));
+  ClassifyObjective(SequenceSet train, DevSet dev) : train_(std::move(train)), dev_(std::move(dev)) {}
+  const std::vector<std::int64_t>& lengths() const override { return train_.lengths; }
+  float gradient(Bert<float>& net, DataParallel<float>& runner, const std::vector<std::size_t>& members,
+                 std::int64_t, const DropoutRng& rng) override {
+    batch_ = batch_of(train_, members);
+    return runner.train(net, batch_, &rng);
   }
-
-  // Continues a checkpoint's run where it stopped.
-  void restore(const Checkpoint& resume) {
-    const TrainState saved = TrainState::from_json(resume.state());
-    if (saved.per_epoch != state_.per_epoch)
-      throw Error("the training data differ from the checkpoint's (" + std::to_string(state_.per_epoch) +
-                  " batches per epoch, the checkpoint has " + std::to_string(saved.per_epoch) + ")");
-    if (saved.epoch < 1 || saved.epoch > opt_.epochs || saved.batch < 0 || saved.batch > saved.per_epoch ||
-        saved.step < 0 || saved.step > total_)
-      throw Error("the checkpoint's training state is out of range");
-    state_ = saved;
-    adam_.m().assign(resume.adam_m.begin(), resume.adam_m.end());
-    adam_.v().assign(resume.adam_v.begin(), resume.adam_v.end());
-    adam_.set_steps(state_.step);
-    best_params_.assign(resume.best.begin(), resume.best.end());
+  DevScore evaluate(const Classifier& model) override { return zibert::evaluate(model, dev_); }
+  // Macro-F1 first (it does not reward predicting everything positive), then the loss.
+  bool better(const DevScore& now, const DevScore& best) const override {
+    return now.f1 > best.f1 || (now.f1 == best.f1 && now.loss < best.loss);
   }
-
-  void run(bool resumed, bool from_init) {
-    state_.init = from_init;
-    open_log(resumed);
-    started_ = Clock::now();
-    examples_at_start_ = state_.examples_seen;
-    for (std::int64_t epoch = state_.epoch; epoch <= opt_.epochs; ++epoch) {
-      run_epoch(epoch);
-      score_epoch(epoch);
-    }
-    progress_.finish();
-    model_.net.params() = best_params_;
+  void describe(const DevScore& s, nlohmann::json& record) const override {
+    record["dev_loss"] = s.loss;
+    record["dev_accuracy"] = s.accuracy;
+    record["dev_macro_f1"] = s.f1;
   }
-
-  const TrainState& state() const { return state_; }
-  std::int64_t total_steps() const { return total_; }
+  std::string summary(const DevScore& s) const override {
+    return fmt("dev loss %.4f  dev acc %.4f  dev macro-F1 %.4f", s.loss, s.accuracy, s.f1);
+  }
 
  private:
-  void open_log(bool append) {
-    if (opt_.log_path.empty()) return;
-    log_.open(opt_.log_path, append ? std::ios::app : std::ios::trunc);
-    if (!log_) throw Error(opt_.log_path + ": cannot open the log for writing");
-  }
-
-  double examples_per_s() const {
-    const double secs = std::chrono::duration<double>(Clock::now() - started_).count();
-    return secs > 0 ? double(state_.examples_seen - examples_at_start_) / secs : 0.0;
-  }
-
-  // The batches of the epoch in its seeded order, from where the state says.
-  void run_epoch(std::int64_t epoch) {
-    std::uint64_t epoch_seed = opt_.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
-    const auto plan = bucketed_batches(train_.lengths, static_cast<std::size_t>(opt_.batch), &epoch_seed);
-    for (auto bi = static_cast<std::size_t>(state_.batch); bi < plan.size(); ++bi) {
-      const Batch batch = batch_of(train_, plan[bi]);
-      const DropoutRng rng{opt_.seed, static_cast<std::uint64_t>(state_.step), model_.config.dropout};
-      lr_ = opt_.adam.lr * lr_multiplier(state_.step, warmup_, total_);
-      float loss = train_step(model_.net, adam_, runner_, batch, rng, lr_);
-      if (hooks_.after_step) hooks_.after_step(state_.step + 1, loss);
-      if (!std::isfinite(loss)) throw diverged(epoch);
-      ++state_.step;
-      ++state_.batch;
-      state_.examples_seen += batch.size;
-      state_.epoch_loss += loss * double(batch.size);
-      progress_.update({epoch, opt_.epochs, state_.step, total_, loss, lr_, examples_per_s()});
-      if (int sig = hooks_.stop_signal ? hooks_.stop_signal() : 0) {
-        progress_.finish();
-        if (!opt_.checkpoint_path.empty()) save();
-        throw Interrupted(sig, state_.step, opt_.checkpoint_path);
-      }
-    }
-  }
-
-  Error diverged(std::int64_t epoch) const {
-    std::string kept = opt_.checkpoint_path.empty() ? ""
-                       : epoch > 1 ? "; the last good checkpoint, from the end of epoch " + std::to_string(epoch - 1) +
-                                         ", is " + opt_.checkpoint_path
-                                   : "; no checkpoint yet (the first epoch had not ended)";
-    return Error("training diverged: the loss is not finite at step " + std::to_string(state_.step + 1) +
-                 " (try a lower --lr)" + kept);
-  }
-
-  // Scores the dev set, keeps the best epoch, logs, and checkpoints the start of the next.
-  void score_epoch(std::int64_t epoch) {
-    const DevScore score = evaluate(model_, dev_);
-    const bool improved = state_.best_epoch == 0 || score.f1 > state_.best.f1 ||
-                          (score.f1 == state_.best.f1 && score.loss < state_.best.loss);
-    if (improved) {
-      state_.best = score;
-      state_.best_epoch = epoch;
-      best_params_ = model_.net.params();
-    }
-    const double train_loss = state_.epoch_loss / double(train_.seqs.size());
-    state_.history.push_back({{"epoch", epoch}, {"step", state_.step}, {"train_loss", train_loss},
-                              {"dev_loss", score.loss}, {"dev_accuracy", score.accuracy},
-                              {"dev_macro_f1", score.f1}});
-    if (log_.is_open()) {  // timings vary between runs, so they go to the log, not into the model
-      nlohmann::json record = state_.history.back();
-      record["lr"] = lr_;
-      record["examples_per_s"] = examples_per_s();
-      log_ << record.dump() << '\n' << std::flush;
-      if (!log_) throw Error(opt_.log_path + ": write failed");
-    }
-    progress_.message("epoch " + std::to_string(epoch) + "/" + std::to_string(opt_.epochs) +
-                      fmt("  train loss %.4f  dev loss %.4f  dev acc %.4f", train_loss, score.loss, score.accuracy) +
-                      fmt("  dev macro-F1 %.4f", score.f1, 0, 0) + (improved ? "  (best)" : ""));
-    state_.epoch = epoch + 1;
-    state_.batch = 0;
-    state_.epoch_loss = 0;
-    // Each finished epoch is a point to resume from, also after a crash.
-    if (!opt_.checkpoint_path.empty() && epoch < opt_.epochs) save();
-  }
-
-  void save() {
-    Checkpoint c{model_, {adam_.m().begin(), adam_.m().end()}, {adam_.v().begin(), adam_.v().end()},
-                 {best_params_.begin(), best_params_.end()}};
-    c.model.training = {{"checkpoint", state_.to_json(opt_)}};
-    save_checkpoint(opt_.checkpoint_path, c);
-  }
-
-  Classifier& model_;
   const SequenceSet train_;
   const DevSet dev_;
-  const TrainOptions& opt_;
-  Progress& progress_;
-  const TrainHooks& hooks_;
-  AdamW<float> adam_;
-  DataParallel<float> runner_;
-  AlignedVector<float> best_params_;
-  TrainState state_;
-  std::int64_t total_ = 0, warmup_ = 0, examples_at_start_ = 0;
-  double lr_ = 0;
-  Clock::time_point started_;
-  std::ofstream log_;
+  Batch batch_;
 };
 
 // What the saved model records of its training (file names without
@@ -293,11 +177,7 @@ nlohmann::json training_record(const Dataset& train, const Dataset& dev, std::si
 
 float train_step(Bert<float>& net, AdamW<float>& adam, DataParallel<float>& runner, const Batch& batch,
                  const DropoutRng& rng, double lr) {
-  float loss = runner.train(net, batch, &rng);
-  if (!std::isfinite(loss)) return loss;
-  clip_grad_norm(net.grads(), adam.config().clip_norm);
-  adam.step(net.params(), net.grads(), lr);
-  return loss;
+  return apply_step(net, adam, runner.train(net, batch, &rng), lr);
 }
 
 std::string guess_positive(const std::vector<std::string>& labels) {
@@ -326,7 +206,8 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
     progress.message("note: " + std::to_string(tr.truncated) + " training texts are longer than max-len " +
                      std::to_string(model.config.max_len) + " and were cut for training");
 
-  Loop loop(model, std::move(tr), std::move(dv), opt, progress, hooks);
+  ClassifyObjective objective(std::move(tr), std::move(dv));
+  Loop loop(model, objective, opt, progress, hooks);
   if (resume) loop.restore(*resume);
   loop.run(resume != nullptr, from_init);
   model.training = training_record(train, dev, train_examples, dev_examples, opt, loop, model.config.dropout);

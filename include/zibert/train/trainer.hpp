@@ -11,29 +11,11 @@
 #include "zibert/text/dataset.hpp"
 #include "zibert/train/checkpoint.hpp"
 #include "zibert/train/data_parallel.hpp"
+#include "zibert/train/loop.hpp"
 #include "zibert/train/optimizer.hpp"
+#include "zibert/train/trainer_hooks.hpp"
 
 namespace zibert {
-
-// Training stopped by a signal after `step`; the checkpoint (if any) is saved.
-struct Interrupted : Error {
-  Interrupted(int signal, std::int64_t step, std::string checkpoint)
-      : Error("interrupted"), signal(signal), step(step), checkpoint(std::move(checkpoint)) {}
-  int signal;
-  std::int64_t step;
-  std::string checkpoint;
-};
-
-// What the caller (the CLI, or a test) hooks into the loop. Neither is an
-// option of the run: they are seams.
-struct TrainHooks {
-  // Polled after every step: a signal number asks to stop (checkpoint, Interrupted).
-  std::function<int()> stop_signal;
-  // Called with each step's number (1-based) and its loss, before the loss
-  // is checked; tests use it to raise a signal at an exact step or to make a
-  // loss non-finite.
-  std::function<void(std::int64_t step, float& loss)> after_step;
-};
 
 // Trains on train, evaluates on dev each epoch; init (optional) supplies the
 // starting weights, vocabulary and labels. resume (optional) continues a
