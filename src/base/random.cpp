@@ -12,4 +12,15 @@ void seeded_shuffle(std::vector<std::size_t>& items, std::uint64_t seed) {
   }
 }
 
+std::vector<std::uint8_t> holdout_mask(std::size_t n, double fraction, std::uint64_t seed) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  seeded_shuffle(order, seed);
+  std::size_t n_dev = static_cast<std::size_t>(double(n) * fraction);
+  if (n_dev == 0 && n >= 2) n_dev = 1;
+  std::vector<std::uint8_t> is_dev(n, 0);
+  for (std::size_t i = 0; i < n_dev; ++i) is_dev[order[i]] = 1;
+  return is_dev;
+}
+
 }  // namespace zibert

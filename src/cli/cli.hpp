@@ -27,6 +27,7 @@ void add_threshold_option(CLI::App& app, double& threshold);
 
 using Runner = std::function<int()>;
 Runner setup_train(CLI::App& app);
+Runner setup_pretrain(CLI::App& app);
 Runner setup_classify(CLI::App& app);
 Runner setup_eval(CLI::App& app);
 Runner setup_info(CLI::App& app);

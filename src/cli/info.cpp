@@ -21,11 +21,14 @@ int run_info(const InfoCli& o) {
   j["format_version"] = kFormatVersion;
   j["config"] = config_to_json(c);  // the model file's own form of it
   j["parameters"] = params;
+  j["task"] = task_name(c.task);
   j["labels"] = m.labels;
   j["positive_label"] = m.positive;
   j["lowercase"] = m.tokenizer.normalization().lowercase;
-  j["windows"] = windows_name(m.window_combine());
-  j["windows_recorded"] = m.windows.has_value();
+  if (c.task == Task::classify) {
+    j["windows"] = windows_name(m.window_combine());
+    j["windows_recorded"] = m.windows.has_value();
+  }
   j["training"] = m.training;
   if (o.json) {
     std::string out = j.dump(2) + "\n";
@@ -33,7 +36,8 @@ int run_info(const InfoCli& o) {
     return kExitOk;
   }
   std::printf("file        %s\n", path.c_str());
-  std::printf("model       BERT, %lld layers, %lld heads, dim %lld, ffn %lld, max-len %lld\n",
+  std::printf("model       %s, %lld layers, %lld heads, dim %lld, ffn %lld, max-len %lld\n",
+              c.task == Task::mlm ? "BERT encoder (masked-LM head; fine-tune with train --init)" : "BERT classifier",
               static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.dim),
               static_cast<long long>(c.ffn), static_cast<long long>(c.max_len));
   if (c.tie_qk || !c.position)
@@ -41,11 +45,14 @@ int run_info(const InfoCli& o) {
   std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
   std::printf("vocab       %lld tokens (5 special), NFKC%s\n", static_cast<long long>(c.vocab_size),
               m.tokenizer.normalization().lowercase ? ", case-folded" : "");
-  std::string labels;
-  for (const auto& l : m.labels) labels += (labels.empty() ? "" : ", ") + l;
-  std::printf("windows     %s%s\n", windows_name(m.window_combine()),
-              m.windows ? "" : " (not recorded: this model predates train --windows)");
-  std::printf("labels      %s%s\n", labels.c_str(), m.positive.empty() ? "" : (" (positive: " + m.positive + ")").c_str());
+  if (c.task == Task::classify) {
+    std::string labels;
+    for (const auto& l : m.labels) labels += (labels.empty() ? "" : ", ") + l;
+    std::printf("windows     %s%s\n", windows_name(m.window_combine()),
+                m.windows ? "" : " (not recorded: this model predates train --windows)");
+    std::printf("labels      %s%s\n", labels.c_str(),
+                m.positive.empty() ? "" : (" (positive: " + m.positive + ")").c_str());
+  }
   const nlohmann::json& t = m.training;
   if (t.contains("train_examples")) {
     std::printf("trained on  %s: %lld examples, dev %s: %lld examples\n", t.value("data", "?").c_str(),
@@ -55,6 +62,22 @@ int run_info(const InfoCli& o) {
                 t.value("threads", 0LL), t.value("best_epoch", 0LL));
     std::printf("dev         accuracy %.4f, macro-F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0), t.value("dev_macro_f1", 0.0),
                 t.value("dev_loss", 0.0));
+    if (t.contains("train_unknown_characters"))
+      std::printf("[UNK]       %lld of the %lld training characters are not in the vocabulary\n",
+                  t.value("train_unknown_characters", 0LL), t.value("train_characters", 0LL));
+  }
+  // An encoder's own record, or the one a classifier was fine-tuned from.
+  const nlohmann::json& p = c.task == Task::mlm ? t : t.value("pretraining", nlohmann::json::object());
+  if (p.value("task", "") == "mlm") {
+    std::string texts;
+    for (const auto& name : p.value("text", nlohmann::json::array())) texts += (texts.empty() ? "" : ", ") + name.get<std::string>();
+    std::printf("%s %s: %lld lines in %lld sequences; %lld epochs, batch %lld, lr %g, seed %llu; best epoch %lld\n",
+                c.task == Task::mlm ? "pretrained " : "encoder    ", texts.c_str(), p.value("train_lines", 0LL),
+                p.value("train_sequences", 0LL), p.value("epochs", 0LL), p.value("batch", 0LL), p.value("lr", 0.0),
+                p.value("seed", 0ULL), p.value("best_epoch", 0LL));
+    std::printf("%s masked-token accuracy %.4f, MLM loss %.4f (%lld masked tokens of %s)\n",
+                c.task == Task::mlm ? "dev        " : "encoder dev", p.value("dev_mlm_accuracy", 0.0),
+                p.value("dev_mlm_loss", 0.0), p.value("dev_masked_tokens", 0LL), p.value("dev", "?").c_str());
   }
   return kExitOk;
 }

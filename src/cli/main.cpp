@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
     runners[sub] = setup(*sub);
   };
   add("train", "Train a classifier on labelled text", setup_train);
+  add("pretrain", "Pretrain an encoder on raw text (masked language model)", setup_pretrain);
   add("classify", "Classify each line of files or stdin", setup_classify);
   add("embed", "Print one vector per line of files or stdin", setup_embed);
   add("eval", "Score a model on labelled data", setup_eval);

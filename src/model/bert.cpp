@@ -428,9 +428,21 @@ void Bert<T>::backward_mlm(const MaskedBatch& masked, ModelCache<T>& cache) {
   encode_backward(batch, cache);
 }
 
+template <class T>
+void copy_encoder_weights(const Bert<T>& from, Bert<T>& to) {
+  for (const TensorInfo& t : to.layout()) {
+    if (!is_encoder_tensor(t.name)) continue;
+    const TensorInfo& f = from.tensor(t.name);
+    if (f.shape != t.shape) throw Error("tensor " + t.name + " differs in shape between the models");
+    std::copy_n(from.values() + f.offset, t.size, to.params().data() + t.offset);
+  }
+}
+
 template struct Embeddings<float>;
 template struct Embeddings<double>;
 template class Bert<float>;
 template class Bert<double>;
+template void copy_encoder_weights<float>(const Bert<float>&, Bert<float>&);
+template void copy_encoder_weights<double>(const Bert<double>&, Bert<double>&);
 
 }  // namespace zibert

@@ -174,13 +174,7 @@ Dataset parse_dataset(LineSource& src) {
 }
 
 void split_holdout(Dataset& train, Dataset& dev, double fraction, std::uint64_t seed) {
-  std::vector<std::size_t> order(train.rows.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  seeded_shuffle(order, seed);
-  std::size_t n_dev = static_cast<std::size_t>(double(order.size()) * fraction);
-  if (n_dev == 0 && order.size() >= 2) n_dev = 1;
-  std::vector<std::uint8_t> is_dev(order.size(), 0);
-  for (std::size_t i = 0; i < n_dev; ++i) is_dev[order[i]] = 1;
+  const std::vector<std::uint8_t> is_dev = holdout_mask(train.rows.size(), fraction, seed);
   dev.name = train.name + " (held out)";
   dev.format = train.format;
   dev.has_category = train.has_category;

@@ -53,13 +53,15 @@ void VocabBuilder::add(const std::vector<char32_t>& text) {
   for (char32_t cp : text) ++counts_[cp];
 }
 
-Vocab VocabBuilder::build(std::int64_t min_count) const {
+Vocab VocabBuilder::build(std::int64_t min_count, std::int64_t max_size) const {
   std::vector<std::pair<char32_t, std::int64_t>> items;
   for (const auto& [cp, n] : counts_)
     if (n >= min_count) items.emplace_back(cp, n);
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
+  if (max_size > 0 && static_cast<std::int64_t>(items.size()) > max_size - kNumSpecial)
+    items.resize(static_cast<std::size_t>(std::max<std::int64_t>(max_size - kNumSpecial, 0)));
   std::vector<char32_t> chars;
   chars.reserve(items.size());
   for (const auto& item : items) chars.push_back(item.first);

@@ -10,7 +10,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"beta2", o.adam.beta2},      {"eps", o.adam.eps},
           {"weight_decay", o.adam.weight_decay}, {"clip_norm", o.adam.clip_norm},
           {"warmup", o.warmup},         {"seed", o.seed},
-          {"min_count", o.min_count},   {"lowercase", o.lowercase},
+          {"min_count", o.min_count},   {"max_vocab", o.max_vocab},   {"lowercase", o.lowercase},
           {"positive", o.positive},     {"windows", o.windows},
           {"threads", o.threads},       {"shape", config_to_json(o.shape)}};
 }
@@ -28,6 +28,7 @@ TrainOptions options_from_json(const nlohmann::json& j) {
   o.warmup = j.at("warmup").get<double>();
   o.seed = j.at("seed").get<std::uint64_t>();
   o.min_count = j.at("min_count").get<std::int64_t>();
+  o.max_vocab = j.value("max_vocab", std::int64_t(0));
   o.lowercase = j.at("lowercase").get<bool>();
   o.positive = j.at("positive").get<std::string>();
   o.windows = j.value("windows", "");  // checkpoints written before train --windows: the default
@@ -61,6 +62,7 @@ nlohmann::json TrainState::to_json(const TrainOptions& options) const {
           {"best_f1", best.f1},
           {"history", history},
           {"examples_seen", examples_seen},
+          {"pretraining", pretraining},
           {"run", options.run}};
 }
 
@@ -79,6 +81,7 @@ TrainState TrainState::from_json(const nlohmann::json& j) {
     s.best.f1 = j.at("best_f1").get<double>();
     s.history = j.at("history");
     s.examples_seen = j.at("examples_seen").get<std::int64_t>();
+    if (j.contains("pretraining")) s.pretraining = j.at("pretraining");
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("the checkpoint's training state is damaged (") + e.what() + ")");
   }

@@ -30,7 +30,7 @@ std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Norm
 
 // Labels sorted, from the training data (or the starting model's).
 std::vector<std::string> training_labels(const Dataset& train, const Classifier* base) {
-  if (base) return base->labels;
+  if (base && base->config.task == Task::classify) return base->labels;
   std::set<std::string> seen;
   for (const Example& ex : train.rows) seen.insert(ex.label);
   std::vector<std::string> labels(seen.begin(), seen.end());
@@ -41,7 +41,10 @@ std::vector<std::string> training_labels(const Dataset& train, const Classifier*
 }
 
 // The model training starts from: base's (a resumed run's or --init's)
-// vocabulary, labels, shape and weights, else fresh ones from the data.
+// vocabulary, labels, shape and weights, else fresh ones from the data. An
+// encoder as base (zibert pretrain's) gives the vocabulary, the shape and
+// the encoder's weights; the labels come from the data, and the pooler and
+// classifier start fresh.
 Classifier prepare_model(const Dataset& train, const std::vector<std::vector<char32_t>>& texts,
                          const TrainOptions& opt, const Classifier* base) {
   std::vector<std::string> labels = training_labels(train, base);
@@ -51,10 +54,13 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
   Vocab vocab;
   ModelConfig config = opt.shape;
+  const bool from_encoder = base && base->config.task == Task::mlm;
   if (base) {
     vocab = base->tokenizer.vocab();
     config = base->config;
     config.dropout = opt.shape.dropout;
+    config.task = Task::classify;
+    config.labels = static_cast<std::int64_t>(labels.size());
   } else {
     VocabBuilder builder;
     for (const auto& t : texts) builder.add(t);
@@ -68,10 +74,14 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
                                                   : Windows::mean;
   Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config), windows};
   model.check_windows();
-  if (base)
-    model.net.params() = base->net.params();
-  else
+  if (from_encoder) {
     model.net.init_weights(opt.seed);
+    copy_encoder_weights(base->net, model.net);
+  } else if (base) {
+    model.net.params() = base->net.params();
+  } else {
+    model.net.init_weights(opt.seed);
+  }
   return model;
 }
 
@@ -199,6 +209,13 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   SequenceSet tr = encode_all(train, train_texts, model);
   DevSet dv = encode_dev(dev, dev_texts, model);
   const std::size_t train_examples = tr.seqs.size(), dev_examples = dv.ids.size();
+  // Characters the vocabulary lacks (an encoder's, when fine-tuning) become [UNK]: info reports how many.
+  std::int64_t characters = 0, unknown = 0;
+  for (const auto& seq : tr.seqs)
+    for (std::int32_t id : seq) {
+      characters += id >= kNumSpecial || id == kUnk;
+      unknown += id == kUnk;
+    }
   progress.message((resume ? "resuming training on " : "training on ") + std::to_string(train_examples) +
                    " examples (" + format_name(train.format) + "), dev " + std::to_string(dev_examples) + ", " +
                    std::to_string(opt.threads) + " threads");
@@ -208,9 +225,13 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
 
   ClassifyObjective objective(std::move(tr), std::move(dv));
   Loop loop(model, objective, opt, progress, hooks);
+  if (init && init->config.task == Task::mlm) loop.set_pretraining(init->training);
   if (resume) loop.restore(*resume);
   loop.run(resume != nullptr, from_init);
   model.training = training_record(train, dev, train_examples, dev_examples, opt, loop, model.config.dropout);
+  model.training["train_characters"] = characters;
+  model.training["train_unknown_characters"] = unknown;
+  if (!loop.state().pretraining.is_null()) model.training["pretraining"] = loop.state().pretraining;
   return model;
 }
 

@@ -27,4 +27,8 @@ struct Rng {
 // with any standard library.
 void seeded_shuffle(std::vector<std::size_t>& items, std::uint64_t seed);
 
+// Which of n items a seeded hold-out of this fraction takes (1 = held out):
+// at least one when n >= 2. Every dev split (train's, pretrain's) draws it so.
+std::vector<std::uint8_t> holdout_mask(std::size_t n, double fraction, std::uint64_t seed);
+
 }  // namespace zibert

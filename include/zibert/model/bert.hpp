@@ -206,4 +206,10 @@ class Bert {
   MlmHead<T> mlm_;
 };
 
+// Copies every encoder tensor (bert.embeddings.*, bert.encoder.*) of from
+// into to, whose heads stay as they are: fine-tuning from an encoder, or
+// pretraining from a classifier. The shapes must agree (throws Error).
+template <class T>
+void copy_encoder_weights(const Bert<T>& from, Bert<T>& to);
+
 }  // namespace zibert

@@ -40,7 +40,9 @@ class Vocab {
 class VocabBuilder {
  public:
   void add(const std::vector<char32_t>& text);
-  Vocab build(std::int64_t min_count) const;
+  // Characters seen at least min_count times; with max_size > 0 the most
+  // frequent of them, so that the vocabulary (specials included) has at most max_size ids.
+  Vocab build(std::int64_t min_count, std::int64_t max_size = 0) const;
 
  private:
   std::unordered_map<char32_t, std::int64_t> counts_;

@@ -21,6 +21,7 @@ struct TrainOptions {
   double warmup = 0.1;      // fraction of all steps spent warming up
   std::uint64_t seed = 42;
   std::int64_t min_count = 1;
+  std::int64_t max_vocab = 0;  // pretrain --vocab-size: at most this many ids, specials included (0 = no bound)
   bool lowercase = false;
   std::string positive;     // positive label of a binary model; "" = guess
   std::string windows;      // how a long text's windows combine: max, mean, first; "" = the starting model's, else mean
@@ -51,6 +52,7 @@ struct TrainState {
   DevScore best;
   nlohmann::json history = nlohmann::json::array();  // one record per scored epoch
   std::int64_t examples_seen = 0;
+  nlohmann::json pretraining;    // the starting encoder's own record (fine-tuning from zibert pretrain's), or null
 
   // {"options": …, "run": …, and the fields above}; throws Error when the
   // JSON is damaged or out of range for total steps and epochs.

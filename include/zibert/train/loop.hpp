@@ -48,6 +48,8 @@ class Loop {
   // All epochs (from where a restored state stands); leaves the best epoch's weights in the model.
   void run(bool resumed, bool from_init);
   const TrainState& state() const { return state_; }
+  // What the run records of the encoder it started from (kept in checkpoints).
+  void set_pretraining(const nlohmann::json& record) { state_.pretraining = record; }
   std::int64_t total_steps() const { return total_; }
 
  private:

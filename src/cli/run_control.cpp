@@ -1,0 +1,112 @@
+#include "run_control.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+namespace zibert::cli {
+namespace {
+
+// SIGINT/SIGTERM ask training to stop after the current step and save a
+// checkpoint; a second one ends the process at once (the atomic writes still
+// leave every file whole).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+
+}  // namespace
+
+void add_fault_injection_options(CLI::App& app, FaultInjection& f) {
+  // Hidden from --help (group "").
+  app.add_option("--interrupt-at-step", f.interrupt_at_step, "Testing: send a signal to itself after this step")
+      ->check(CLI::Range(std::int64_t(-1), std::numeric_limits<std::int64_t>::max()))
+      ->group("");
+  app.add_option("--interrupt-signal", f.interrupt_signal, "Testing: that signal (2 = SIGINT, 15 = SIGTERM)")
+      ->check(CLI::IsMember({2, 15}))
+      ->group("");
+  app.add_option("--nan-at-step", f.nan_at_step, "Testing: this step's loss is NaN")
+      ->check(CLI::Range(std::int64_t(-1), std::numeric_limits<std::int64_t>::max()))
+      ->group("");
+}
+
+TrainHooks stop_hooks(const FaultInjection& f) {
+  install_stop_handlers();
+  TrainHooks hooks;
+  hooks.stop_signal = [] { return static_cast<int>(g_stop_signal); };
+  hooks.after_step = [&f](std::int64_t step, float& loss) {
+    if (f.nan_at_step == step) loss = std::numeric_limits<float>::quiet_NaN();
+    if (f.interrupt_at_step == step) std::raise(f.interrupt_signal);
+  };
+  return hooks;
+}
+
+int report_interrupted(const Interrupted& stop, const std::string& command) {
+  std::string where = stop.checkpoint.empty() ? ""
+                                              : "; checkpoint saved to " + stop.checkpoint + "; continue with: zibert " +
+                                                    command + " --resume " + stop.checkpoint;
+  std::fprintf(stderr, "zibert: interrupted by %s after step %lld%s\n", signal_name(stop.signal),
+               static_cast<long long>(stop.step), where.c_str());
+  return 128 + stop.signal;
+}
+
+void add_shape_options(CLI::App& app, ModelConfig& s, CLI::Option* init) {
+  app.add_option("--layers", s.layers, "Encoder layers")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--heads", s.heads, "Attention heads")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--dim", s.dim, "Model width C")->check(CLI::Range(2, 4096))->capture_default_str();
+  app.add_option("--ffn", s.ffn, "Feed-forward width F")->check(CLI::Range(1, 16384))->capture_default_str();
+  app.add_option("--max-len", s.max_len, "Window in tokens, [CLS] and [SEP] included")
+      ->check(CLI::Range(3, 8192))->capture_default_str();
+  app.add_flag("--tie-qk", s.tie_qk, "Ablation: one projection for queries and keys (DESIGN §0 argues against it)");
+  app.add_flag("--no-position{false}", s.position, "Ablation: no position embeddings");
+  // The initial model fixes the shape; a shape flag next to --init is a mistake.
+  for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--max-len", "--tie-qk", "--no-position"})
+    init->excludes(app.get_option(shape_flag));
+  app.add_option("--dropout", s.dropout, "Dropout probability")->check(CLI::Range(0.0, 0.9))->capture_default_str();
+}
+
+void add_optimizer_options(CLI::App& app, TrainOptions& t) {
+  app.add_option("--epochs", t.epochs, "Passes over the data")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--batch", t.batch, "Sequences per step")->check(CLI::Range(1, 65536))->capture_default_str();
+  app.add_option("--lr", t.adam.lr, "Peak learning rate")->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  app.add_option("--warmup", t.warmup, "Fraction of steps with linear warmup")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--weight-decay", t.adam.weight_decay, "AdamW decoupled weight decay (matrices only)")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--clip", t.adam.clip_norm, "Max gradient norm (0 = no clipping)")
+      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+  app.add_option("--seed", t.seed, "Random seed (weights, shuffling, dropout, masks, hold-out)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+void resume_excludes_others(CLI::App& app, CLI::Option* resume) {
+  for (CLI::Option* opt : app.get_options())
+    if (opt != resume && !opt->get_lnames().empty() && opt->get_group() != "" &&
+        opt->get_lnames() != std::vector<std::string>{"quiet"} && opt->get_lnames() != std::vector<std::string>{"help"})
+      resume->excludes(opt);
+}
+
+std::string absolute_path(const std::string& path) {
+  return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
+}
+
+}  // namespace zibert::cli

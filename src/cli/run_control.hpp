@@ -1,0 +1,42 @@
+// What the training commands (train, pretrain) share: stopping on
+// SIGINT/SIGTERM with a checkpoint, the tests' hidden fault-injection flags,
+// and the options of the shape and the optimiser.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "zibert/train/checkpoint.hpp"
+#include "zibert/train/trainer_hooks.hpp"
+
+namespace zibert::cli {
+
+// The hidden flags of the tests: after this step raise signal; make this step's loss NaN.
+struct FaultInjection {
+  std::int64_t interrupt_at_step = -1, nan_at_step = -1;
+  int interrupt_signal = 2;  // SIGINT
+};
+void add_fault_injection_options(CLI::App& app, FaultInjection& faults);
+
+// Installs the SIGINT/SIGTERM handlers: the first signal asks the run to stop
+// after its step (and save its checkpoint), a second one ends the process.
+TrainHooks stop_hooks(const FaultInjection& faults);
+
+// Reports a stopped run on stderr; returns the exit status (128 + signal).
+int report_interrupted(const Interrupted& stop, const std::string& command);
+
+// --layers, --heads, --dim, --ffn, --max-len, --tie-qk, --no-position
+// (refused next to init, which fixes the shape) and --dropout.
+void add_shape_options(CLI::App& app, ModelConfig& shape, CLI::Option* init);
+// --epochs, --batch, --lr, --warmup, --weight-decay, --clip, --seed.
+void add_optimizer_options(CLI::App& app, TrainOptions& train);
+// A resumed run takes everything from its checkpoint: every other option but
+// --quiet and --help is refused next to resume.
+void resume_excludes_others(CLI::App& app, CLI::Option* resume);
+
+// The run's record for checkpoints: a path made absolute (--resume may run
+// from another directory), "" stays "".
+std::string absolute_path(const std::string& path);
+
+}  // namespace zibert::cli
