@@ -36,6 +36,16 @@ Classifier tiny_classifier(std::uint64_t seed) {
   return model;
 }
 
+Classifier tiny_encoder(std::uint64_t seed) {
+  Classifier model = tiny_classifier(seed);
+  ModelConfig cfg = model.config;
+  cfg.task = Task::mlm;
+  cfg.labels = 0;
+  Classifier enc{cfg, model.tokenizer, {}, "", {{"note", "test"}}, Bert<float>(cfg), std::nullopt};
+  enc.net.init_weights(seed);
+  return enc;
+}
+
 std::string temp_dir() {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/zibert-test-XXXXXX";

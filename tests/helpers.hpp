@@ -13,6 +13,8 @@ ModelConfig model_shape(std::int64_t vocab, std::int64_t max_len, std::int64_t d
 
 // A 2-label model with a small CJK vocabulary and random weights.
 Classifier tiny_classifier(std::uint64_t seed = 1);
+// The same shape as an encoder (task mlm: cls.predictions.*, no labels).
+Classifier tiny_encoder(std::uint64_t seed = 1);
 
 // A fresh empty directory under $TMPDIR, removed by the OS eventually.
 std::string temp_dir();

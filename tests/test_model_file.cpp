@@ -88,12 +88,21 @@ TEST_CASE("the file is safetensors with Hugging Face names", "[model_file]") {
   CHECK(header["classifier.weight"]["shape"] == nlohmann::json({2, 8}));
 }
 
-TEST_CASE("damaged model files are clear errors", "[model_file]") {
-  const std::string good = encode_model(tiny_classifier());
+TEST_CASE("damaged model files are clear errors, classifiers and encoders alike", "[model_file]") {
+  // Every check holds for an encoder (zibert pretrain's) as for a classifier;
+  // the head's tensors are the ones each has.
+  const bool encoder = GENERATE(false, true);
+  const std::function<Classifier()> make_model = [encoder] { return encoder ? tiny_encoder() : tiny_classifier(); };
+  const std::string good = encode_model(make_model());
+  // A small head tensor (2 labels, or C = 8 wide) and another.
+  const std::string head_bias = encoder ? "cls.predictions.transform.dense.bias" : "classifier.bias";
+  const std::string other_bias = encoder ? "cls.predictions.transform.LayerNorm.bias" : "bert.pooler.dense.bias";
+  const std::uint64_t head_bytes = encoder ? 32 : 8;
+  const std::string wrong_shape = encoder ? "has shape [1,8]" : "has shape [1,2]";
   struct Case {
     const char* what;
     std::function<std::string()> make;
-    const char* message;
+    std::string message;
   };
   auto c = GENERATE_COPY(values<Case>({
       {"truncated file", [good] { return good.substr(0, good.size() / 2); }, "past the end of the file"},
@@ -107,28 +116,28 @@ TEST_CASE("damaged model files are clear errors", "[model_file]") {
        },
        "exceeds the file size"},
       {"offset past the end",
-       [good] {
-         return edit_header(good, [](nlohmann::json& h) {
-           h["classifier.bias"]["data_offsets"] = {1u << 30, (1u << 30) + 8};
+       [good, head_bias] {
+         return edit_header(good, [&](nlohmann::json& h) {
+           h[head_bias]["data_offsets"] = {1u << 30, (1u << 30) + 8};
          });
        },
        "past the end"},
       {"overlapping offsets",
-       [good] {
-         return edit_header(good, [](nlohmann::json& h) {
-           h["classifier.bias"]["data_offsets"] = h["bert.pooler.dense.bias"]["data_offsets"];
-           h["classifier.bias"]["data_offsets"][1] = h["classifier.bias"]["data_offsets"][0].get<std::uint64_t>() + 8;
+       [good, head_bias, other_bias, head_bytes] {
+         return edit_header(good, [&](nlohmann::json& h) {
+           h[head_bias]["data_offsets"] = h[other_bias]["data_offsets"];
+           h[head_bias]["data_offsets"][1] = h[head_bias]["data_offsets"][0].get<std::uint64_t>() + head_bytes;
          });
        },
        "overlap"},
       {"wrong shape",
-       [good] {
-         return edit_header(good, [](nlohmann::json& h) { h["classifier.bias"]["shape"] = {1, 2}; });
+       [good, head_bias, encoder] {
+         return edit_header(good, [&](nlohmann::json& h) { h[head_bias]["shape"] = {1, encoder ? 8 : 2}; });
        },
-       "has shape [1,2]"},
+       wrong_shape},
       {"missing tensor",
-       [good] { return edit_header(good, [](nlohmann::json& h) { h.erase("bert.pooler.dense.bias"); }); },
-       "tensor bert.pooler.dense.bias is missing"},
+       [good, other_bias] { return edit_header(good, [&](nlohmann::json& h) { h.erase(other_bias); }); },
+       "is missing"},
       {"non-JSON metadata",
        [good] { return edit_header(good, [](nlohmann::json& h) { h["__metadata__"]["config"] = "{not json"; }); },
        "metadata \"config\" is not JSON"},
@@ -151,7 +160,7 @@ TEST_CASE("damaged model files are clear errors", "[model_file]") {
        },
        "header is not JSON"},
       {"dtype F16",
-       [good] { return edit_header(good, [](nlohmann::json& h) { h["classifier.bias"]["dtype"] = "F16"; }); },
+       [good, head_bias] { return edit_header(good, [&](nlohmann::json& h) { h[head_bias]["dtype"] = "F16"; }); },
        "dtype F16"},
       {"not a zibert model",
        [good] { return edit_header(good, [](nlohmann::json& h) { h["__metadata__"]["format"] = "pt"; }); },
@@ -181,15 +190,15 @@ TEST_CASE("damaged model files are clear errors", "[model_file]") {
        },
        "metadata \"training\" is JSON nested"},
       {"a shape whose product overflows",
-       [good] {
-         return edit_header(good, [](nlohmann::json& h) {
-           h["classifier.bias"]["shape"] = {1ULL << 40, 1ULL << 40, 1ULL << 40};
+       [good, head_bias] {
+         return edit_header(good, [&](nlohmann::json& h) {
+           h[head_bias]["shape"] = {1ULL << 40, 1ULL << 40, 1ULL << 40};
          });
        },
        "shape too large"},
       {"negative offsets",
-       [good] {
-         return edit_header(good, [](nlohmann::json& h) { h["classifier.bias"]["data_offsets"] = {-8, 0}; });
+       [good, head_bias] {
+         return edit_header(good, [&](nlohmann::json& h) { h[head_bias]["data_offsets"] = {-8, 0}; });
        },
        "not non-negative integers"},
       {"a huge config in a small file",
@@ -217,19 +226,50 @@ TEST_CASE("damaged model files are clear errors", "[model_file]") {
        },
        "word_embeddings.weight has shape"},
       {"NaN weights",
-       [] {
-         Classifier model = tiny_classifier();
+       [make_model] {
+         Classifier model = make_model();
          model.net.params()[3] = std::nanf("");
          return encode_model(model);
        },
        "NaN"},
+      {"an unknown task",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           auto config = nlohmann::json::parse(h["__metadata__"]["config"].get<std::string>());
+           config["task"] = "translate";
+           h["__metadata__"]["config"] = config.dump();
+         });
+       },
+       "unknown task \"translate\""},
+      {"the other task's config over these tensors",
+       [good, encoder] {
+         return edit_header(good, [&](nlohmann::json& h) {
+           auto config = nlohmann::json::parse(h["__metadata__"]["config"].get<std::string>());
+           config["task"] = encoder ? "classify" : "mlm";
+           config["labels"] = encoder ? 2 : 0;
+           h["__metadata__"]["config"] = config.dump();
+           h["__metadata__"]["labels"] = encoder ? "[\"0\",\"1\"]" : "[]";
+           h["__metadata__"]["positive_label"] = "";
+         });
+       },
+       "is missing"},
+      {"labels in an encoder",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           auto config = nlohmann::json::parse(h["__metadata__"]["config"].get<std::string>());
+           config["task"] = "mlm";
+           config["labels"] = 2;
+           h["__metadata__"]["config"] = config.dump();
+         });
+       },
+       "labels"},
       {"vocab disagrees with the config",
        [good] {
          return edit_header(good, [](nlohmann::json& h) { h["__metadata__"]["vocab"] = "[\"[PAD]\"]"; });
        },
        "vocab has 1 entries"},
   }));
-  INFO(c.what);
+  INFO(c.what << (encoder ? " (encoder)" : " (classifier)"));
   std::string bytes = c.make();
   CHECK_THROWS_WITH(decode_model(bytes, "bad.safetensors"),
                     Catch::StartsWith("bad.safetensors: ") && Catch::Contains(c.message));

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   add("pretrain", "Pretrain an encoder on raw text (masked language model)", setup_pretrain);
   add("classify", "Classify each line of files or stdin", setup_classify);
   add("embed", "Print one vector per line of files or stdin", setup_embed);
+  add("fill-mask", "An encoder's guesses for each [MASK] in a text", setup_fill_mask);
   add("eval", "Score a model on labelled data", setup_eval);
   add("info", "Describe a model file", setup_info);
   add("synth", "Build a labelled corpus for a phrase from plain sentences", setup_synth);

@@ -8,6 +8,9 @@ namespace zibert {
 
 Predictor::Predictor(const Classifier& model, double threshold, bool tables)
     : model_(model), threshold_(threshold), positive_(model.positive_id()) {
+  if (model.config.task != Task::classify)
+    throw Error("this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it with "
+                "zibert train --init, or use it with embed or fill-mask");
   if (tables) tables_ = embedding_tables(model.net);
 }
 
