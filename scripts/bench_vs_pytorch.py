@@ -3,7 +3,11 @@
 same batch, optimiser and number of threads, one after the other in one run.
 Each side runs --rounds times per shape, alternating, and its median is kept.
 
-usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5]
+With --mlm both sides measure masked-LM pretraining (zibert bench --mlm,
+torch_bench.py --mlm: BertForMaskedLM's head, packed sequences, fresh masks)
+in place of classifier training and inference.
+
+usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5] [--mlm]
                                 [--rounds 3] [--texts 4096] [--shape NAME] [--json] [--zibert BIN]
 """
 import argparse
@@ -38,14 +42,15 @@ def shape_flags(shape):
 
 def run_zibert(args, data, shape):
     cmd = [args.zibert, "bench", "--data", data, "--json", "--threads", str(args.threads), "--batch", str(args.batch),
-           "--seconds", str(args.seconds)] + shape_flags(shape)
+           "--seconds", str(args.seconds)] + shape_flags(shape) + (["--mlm"] if args.mlm else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
 def run_torch(args, data, shape):
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "torch_bench.py"), "--data", data, "--threads",
-           str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(shape)
+           str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(shape) + \
+        (["--mlm"] if args.mlm else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
 
 
@@ -64,7 +69,9 @@ def main():
     ap.add_argument("--shape", choices=[name for name, _ in SHAPES], action="append",
                     help="run only this shape (repeatable; default: all)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--mlm", action="store_true", help="masked-LM pretraining instead of training and inference")
     args = ap.parse_args()
+    phases = ("pretrain",) if args.mlm else ("train", "inference")
     shapes = [(name, shape) for name, shape in SHAPES if not args.shape or name in args.shape]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -80,7 +87,7 @@ def main():
                        torch=t[0]["torch"], ceiling_gflops=statistics.median(x["ceiling"]["gflops"] for x in z),
                        ceiling_gemm_gflops=statistics.median(x["ceiling"]["gemm_gflops"] for x in z),
                        ceiling_eigen_gflops=statistics.median(x["ceiling"]["eigen_gflops"] for x in z))
-            for phase in ("train", "inference"):
+            for phase in phases:
                 zs, ts = median_of(z, phase, "examples_per_s"), median_of(t, phase, "examples_per_s")
                 row[phase] = dict(zibert_examples_per_s=zs, torch_examples_per_s=ts, ratio=zs / ts,
                                   zibert_gflops=median_of(z, phase, "gflops"),
@@ -98,7 +105,7 @@ def main():
           f"{'zibert GFLOP/s':>14} {'of ceiling':>10} {'PyTorch GFLOP/s':>15}")
     for row in results:
         label = f"{row['shape']} L{row['layers']} H{row['heads']} C{row['dim']} F{row['ffn']}"
-        for phase in ("train", "inference"):
+        for phase in phases:
             p = row[phase]
             print(f"{label:<28} {phase:<10} {p['zibert_examples_per_s']:>11.0f} {p['torch_examples_per_s']:>12.0f} "
                   f"{p['ratio']:>5.1f}x {p['zibert_gflops']:>14.1f} {100 * p['zibert_ceiling_fraction']:>9.1f}% "

@@ -6,8 +6,15 @@ on matrices only), linear warmup/decay and gradient clipping, on the same
 labelled TSV in batches formed the same way as zibert's (length-bucketed).
 Prints one JSON object with the same fields as `zibert bench --json`.
 
+With --mlm it measures masked-LM pretraining instead (`zibert bench --mlm`):
+BertForMaskedLM's head (transform, GELU, LayerNorm, a decoder tied to the
+word embeddings), the texts packed into max-len sequences as zibert packs
+them, 15 % of the characters chosen afresh each step (80/10/10), and the
+head's (V, C) product on the chosen rows only, as zibert computes it (Hugging
+Face's BertForMaskedLM computes it for every row, which is slower).
+
 usage: scripts/torch_bench.py --data F.tsv --threads N --batch B --seconds S
-                              --layers L --heads H --dim C --ffn F --max-len T
+                              --layers L --heads H --dim C --ffn F --max-len T [--mlm]
 """
 import argparse
 import json
@@ -21,7 +28,7 @@ import unicodedata
 import torch
 import torch.nn.functional as Fn
 
-PAD, UNK, CLS, SEP, NUM_SPECIAL = 0, 1, 2, 3, 5
+PAD, UNK, CLS, SEP, MASK, NUM_SPECIAL = 0, 1, 2, 3, 4, 5
 
 
 class Bert(torch.nn.Module):
@@ -48,7 +55,7 @@ class Bert(torch.nn.Module):
             else:
                 torch.nn.init.normal_(p, 0.0, 0.02)
 
-    def forward(self, ids):
+    def encode(self, ids):
         B, T = ids.shape
         C = self.word.embedding_dim
         H, D = self.heads, C // self.heads
@@ -62,8 +69,64 @@ class Bert(torch.nn.Module):
             a = (p @ v).transpose(1, 2).reshape(B, T, C)
             x = layer["ln1"](x + drop(layer["out"](a)))
             x = layer["ln2"](x + drop(layer["down"](Fn.gelu(layer["up"](x)))))
-        pooled = torch.tanh(self.pooler(x[:, 0]))
+        return x
+
+    def forward(self, ids):
+        drop = lambda x: Fn.dropout(x, self.dropout, self.training)
+        pooled = torch.tanh(self.pooler(self.encode(ids)[:, 0]))
         return self.classifier(drop(pooled))
+
+
+class BertForMaskedLM(Bert):
+    """The encoder with BertForMaskedLM's head; the decoder is the word embeddings."""
+
+    def __init__(self, vocab, max_len, dim, heads, ffn, layers, dropout=0.1):
+        super().__init__(vocab, max_len, dim, heads, ffn, layers, 2, dropout)
+        del self.pooler, self.classifier
+        self.transform = torch.nn.Linear(dim, dim)
+        self.transform_ln = torch.nn.LayerNorm(dim, eps=1e-12)
+        self.bias = torch.nn.Parameter(torch.zeros(vocab))
+        torch.nn.init.normal_(self.transform.weight, 0.0, 0.02)
+        torch.nn.init.zeros_(self.transform.bias)
+
+    def forward(self, ids, positions):
+        x = self.encode(ids).reshape(-1, self.word.embedding_dim)[positions]  # (M, C): the chosen rows only
+        h = self.transform_ln(Fn.gelu(self.transform(x)))
+        return h @ self.word.weight.T + self.bias
+
+
+def pack_lines(seqs, max_len):
+    """zibert's packing (train/packing): [CLS] line [SEP] line [SEP] ... up to max_len."""
+    out, cur = [], [CLS]
+    for s in seqs:
+        line = s[1:-1]
+        while len(line) > max_len - 2:
+            if len(cur) > 1:
+                out.append(cur)
+                cur = [CLS]
+            out.append([CLS] + line[: max_len - 2] + [SEP])
+            line = line[max_len - 2:]
+        if not line:
+            continue
+        if len(cur) + len(line) + 1 > max_len:
+            out.append(cur)
+            cur = [CLS]
+        cur += line + [SEP]
+    if len(cur) > 1:
+        out.append(cur)
+    return out
+
+
+def mask_tokens(ids, vocab, gen):
+    """BERT's masking: 15 % of the characters chosen; 80 % [MASK], 10 % random, 10 % kept."""
+    chosen = (ids >= NUM_SPECIAL) & (torch.rand(ids.shape, generator=gen) < 0.15)
+    action = torch.rand(ids.shape, generator=gen)
+    out = ids.clone()
+    out[chosen & (action < 0.8)] = MASK
+    rand = chosen & (action >= 0.8) & (action < 0.9)
+    out[rand] = torch.randint(NUM_SPECIAL, vocab, (int(rand.sum()),), generator=gen)
+    positions = chosen.reshape(-1).nonzero().squeeze(1)
+    return out, positions, ids.reshape(-1)[positions]
 
 
 def load(path, max_len):
@@ -118,6 +181,11 @@ def forward_flops(a, n, labels):
     return a.layers * (n * per_token + 4 * n * n * a.dim) + 2 * a.dim * a.dim + 2 * a.dim * labels
 
 
+def mlm_flops(a, n, chosen, vocab):
+    """zibert's mlm_forward_flops: every row of every layer, the head on the chosen rows."""
+    return forward_flops(a, n, 0) - 2 * a.dim * a.dim + chosen * (2 * a.dim * a.dim + 2 * a.dim * vocab)
+
+
 def run_phase(batches, seqs, step, seconds, flop_factor, a, labels):
     packed = [pack(seqs, labels_all, m) for m in batches for labels_all in [LABELS]]
     for i in range(2):
@@ -153,10 +221,14 @@ def main():
                           ("max-len", 128), ("seed", 1)]:
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--mlm", action="store_true", help="measure masked-LM pretraining instead")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     seqs, LABELS, vocab, n_labels = load(a.data, a.max_len)
+    if a.mlm:
+        print(json.dumps(mlm_main(a, seqs, vocab)))
+        return
     lengths = [len(s) for s in seqs]
     model = Bert(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers, n_labels)
     params = sum(p.numel() for p in model.parameters())
@@ -184,6 +256,56 @@ def main():
     infer = run_phase(plan(lengths, a.batch, None), seqs, infer_step, a.seconds, 1.0, a, n_labels)
     print(json.dumps(dict(torch=torch.__version__, threads=torch.get_num_threads(), parameters=params,
                           vocab_size=vocab, train=train, inference=infer)))
+
+
+def mlm_main(a, seqs, vocab):
+    packed = pack_lines(seqs, a.max_len)
+    lengths = [len(s) for s in packed]
+    model = BertForMaskedLM(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers)
+    params = sum(p.numel() for p in model.parameters())
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([dict(params=decay, weight_decay=0.01), dict(params=no_decay, weight_decay=0.0)],
+                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / 100))
+    gen = torch.Generator().manual_seed(a.seed)
+    batches = plan(lengths, a.batch, a.seed)
+    padded = [pack(packed, [0] * len(packed), m)[0] for m in batches]
+
+    def step(ids):
+        masked, positions, targets = mask_tokens(ids, vocab, gen)  # drawn afresh each step, timed too
+        opt.zero_grad(set_to_none=True)
+        loss = Fn.cross_entropy(model(masked, positions), targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        return int(positions.numel())
+
+    model.train()
+    for i in range(2):
+        step(padded[i % len(padded)])
+    res = dict(steps=0, examples=0, tokens=0, padded=0, flops=0.0)
+    nxt = 2 % len(padded)
+    start = time.perf_counter()
+    while res["steps"] < 3 or time.perf_counter() - start < a.seconds:
+        ids = padded[nxt]
+        chosen = step(ids)
+        n_real = sum(lengths[i] for i in batches[nxt])
+        res["tokens"] += n_real
+        # the chosen rows spread over the batch's sequences in proportion to their characters
+        res["flops"] += 3.0 * sum(mlm_flops(a, lengths[i], chosen * lengths[i] / n_real, vocab) for i in batches[nxt])
+        res["steps"] += 1
+        res["examples"] += ids.shape[0]
+        res["padded"] += ids.numel()
+        nxt = (nxt + 1) % len(padded)
+    secs = time.perf_counter() - start
+    phase = dict(seconds=secs, steps=res["steps"], examples=res["examples"], examples_per_s=res["examples"] / secs,
+                 tokens_per_s=res["tokens"] / secs, padding=1 - res["tokens"] / res["padded"],
+                 gflops=res["flops"] / secs / 1e9,
+                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    return dict(torch=torch.__version__, threads=torch.get_num_threads(), parameters=params, vocab_size=vocab,
+                pretrain=phase)
 
 
 if __name__ == "__main__":

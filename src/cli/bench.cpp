@@ -46,7 +46,8 @@ Runner setup_bench(CLI::App& app) {
       "Examples:\n"
       "  zibert bench\n"
       "  zibert bench --layers 4 --dim 128 --ffn 512 --heads 4 --batch 32 --seconds 5\n"
-      "  zibert bench --data train.tsv --threads 1 --json");
+      "  zibert bench --data train.tsv --threads 1 --json\n"
+      "  zibert bench --mlm --layers 4 --dim 128 --ffn 512 --batch 64   # pretraining throughput");
   ModelConfig& s = o->bench.shape;
   app.add_option("--layers", s.layers, "Encoder layers L")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--heads", s.heads, "Attention heads H")->check(CLI::Range(1, 64))->capture_default_str();
@@ -63,8 +64,11 @@ Runner setup_bench(CLI::App& app) {
   app.add_option("--ceiling-size", o->bench.ceiling_size, "n of the n x n x n ceiling product")
       ->check(CLI::Range(64, 8192))
       ->capture_default_str();
-  app.add_flag("--train-only", o->train_only, "Measure training only");
-  app.add_flag("--infer-only", o->infer_only, "Measure inference only");
+  CLI::Option* train_only = app.add_flag("--train-only", o->train_only, "Measure training only");
+  CLI::Option* infer_only = app.add_flag("--infer-only", o->infer_only, "Measure inference only");
+  app.add_flag("--mlm", o->bench.mlm, "Measure masked-LM pretraining (zibert pretrain's steps) instead")
+      ->excludes(train_only)
+      ->excludes(infer_only);
   add_threads_option(app, o->threads);
   app.add_flag("--json", o->json, "JSON output");
   return [o] { return run_bench_cli(*o); };

@@ -19,6 +19,10 @@
 #include "zibert/base/random.hpp"
 #include "zibert/text/tokenizer.hpp"
 #include "zibert/train/trainer.hpp"
+#include "zibert/train/loop.hpp"
+#include "zibert/train/masking.hpp"
+#include "zibert/train/packing.hpp"
+#include "zibert/train/pretrainer.hpp"
 #include "zibert/text/vocab.hpp"
 
 namespace zibert {
@@ -123,6 +127,52 @@ BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<fl
   return phase;
 }
 
+// Pretraining as zibert pretrain runs it: the texts packed into max-len
+// sequences, batches in the seeded random order, masks drawn afresh each
+// step (the drawing is timed too), cycled until `seconds` have passed.
+BenchPhase mlm_phase(const BenchOptions& o, const ModelConfig& config, Bert<float>& net, const SequenceSet& d) {
+  std::vector<std::vector<std::int32_t>> lines;
+  for (const std::vector<std::int32_t>& s : d.seqs) lines.emplace_back(s.begin() + 1, s.end() - 1);
+  SequenceSet packed;
+  for (auto& seq : pack_lines(lines, config.max_len)) {
+    packed.lengths.push_back(static_cast<std::int64_t>(seq.size()));
+    packed.seqs.push_back(std::move(seq));
+  }
+  std::uint64_t seed = o.seed;
+  const auto plan = bucketed_batches(packed.lengths, static_cast<std::size_t>(o.batch), &seed);
+  AdamW<float> adam(AdamWConfig{}, net.layout());
+  DataParallel<float> runner;
+  std::uint64_t step = 0;
+  BenchPhase phase;
+  auto run = [&](const std::vector<std::size_t>& members, bool timed) {
+    const MaskedBatch m = mask_tokens(batch_of(packed, members, false), config.vocab_size, o.seed, step, kMaskRate);
+    const DropoutRng rng{o.seed, step++, config.dropout};
+    const float loss = apply_step(net, adam, runner.train_mlm(net, m, &rng), 1e-4);
+    if (!std::isfinite(loss)) throw Error("bench: the masked-LM loss became non-finite");
+    if (!timed) return;
+    ++phase.steps;
+    phase.examples += m.batch.size;
+    phase.padded_tokens += m.batch.size * m.batch.seq;
+    std::vector<std::int64_t> chosen(members.size(), 0);
+    for (std::int32_t row : m.positions) ++chosen[static_cast<std::size_t>(row / m.batch.seq)];
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      phase.tokens += packed.lengths[members[i]];
+      phase.flops += 3.0 * mlm_forward_flops(config, packed.lengths[members[i]], chosen[i]);
+    }
+  };
+  for (std::size_t i = 0; i < 2; ++i) run(plan[i % plan.size()], false);
+  reset_peak_rss();
+  std::size_t next = 2 % plan.size();
+  const Clock::time_point start = Clock::now();
+  while (phase.steps < 3 || since(start) < o.seconds) {
+    run(plan[next], true);
+    next = (next + 1) % plan.size();
+  }
+  phase.seconds = since(start);
+  phase.peak_rss_mb = peak_rss_mb();
+  return phase;
+}
+
 // A classifier around the bench's network, so that predicting goes through
 // the Predictor as classify does: a vocabulary of vocab_size − 5 CJK
 // characters (the generated ids name no real ones), labels 0 and 1.
@@ -199,6 +249,15 @@ double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_l
   return double(c.layers - 1) * layer + last + head - gathered;
 }
 
+double mlm_forward_flops(const ModelConfig& c, std::int64_t tokens, std::int64_t chosen) {
+  ModelConfig encoder = c;
+  encoder.labels = 0;
+  const double dim = double(c.dim);
+  const double head = double(chosen) * (2 * dim * dim + 2 * dim * double(c.vocab_size));  // transform, decoder
+  // every row of every layer, without the classifier head forward_flops adds
+  return forward_flops(encoder, tokens, LastLayer::all_rows) - 2 * dim * dim + head;
+}
+
 double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm) {
   MatR<float> a(n, n), b(n, n), c(n, n);
   Rng rng(7);
@@ -255,11 +314,20 @@ BenchResult run_bench(const BenchOptions& o) {
   for (std::int64_t len : d.lengths) total += len;
   r.mean_tokens = double(total) / double(d.lengths.size());
 
-  Bert<float> net(r.config, o.train);
-  net.init_weights(o.seed);
-  r.parameters = net.params().size();
-  if (o.train) r.train = train_phase(o, r.config, net, d);
-  if (o.infer) r.infer = infer_phase(o, r.config, net, d);
+  if (o.mlm) {
+    r.config.task = Task::mlm;
+    r.config.labels = 0;
+    Bert<float> encoder(r.config);
+    encoder.init_weights(o.seed);
+    r.parameters = encoder.params().size();
+    r.mlm = mlm_phase(o, r.config, encoder, d);
+  } else {
+    Bert<float> net(r.config, o.train);
+    net.init_weights(o.seed);
+    r.parameters = net.params().size();
+    if (o.train) r.train = train_phase(o, r.config, net, d);
+    if (o.infer) r.infer = infer_phase(o, r.config, net, d);
+  }
   // The ceiling is the faster of the two products this build has.
   const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
   r.ceiling_eigen_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, false);
@@ -294,8 +362,12 @@ nlohmann::ordered_json bench_json(const BenchResult& r) {
   j["threads"] = r.options.threads;
   j["data"] = r.data_desc;
   j["mean_tokens"] = r.mean_tokens;
-  if (r.options.train) j["train"] = phase_json(r.train, r.ceiling_gflops);
-  if (r.options.infer) j["inference"] = phase_json(r.infer, r.ceiling_gflops);
+  if (r.options.mlm) {
+    j["pretrain"] = phase_json(r.mlm, r.ceiling_gflops);
+  } else {
+    if (r.options.train) j["train"] = phase_json(r.train, r.ceiling_gflops);
+    if (r.options.infer) j["inference"] = phase_json(r.infer, r.ceiling_gflops);
+  }
   j["ceiling"] = {{"gflops", r.ceiling_gflops},
                   {"product", std::to_string(r.options.ceiling_size) + "x" + std::to_string(r.options.ceiling_size) +
                                   "x" + std::to_string(r.options.ceiling_size) + " float32"},
@@ -322,8 +394,12 @@ std::string bench_table(const BenchResult& r) {
                   p["peak_rss_mb"].get<double>());
     out << buf;
   };
-  if (r.options.train) row("training", j["train"]);
-  if (r.options.infer) row("inference", j["inference"]);
+  if (r.options.mlm) {
+    row("pretrain", j["pretrain"]);
+  } else {
+    if (r.options.train) row("training", j["train"]);
+    if (r.options.infer) row("inference", j["inference"]);
+  }
   out << "ceiling    " << fixed(r.ceiling_gflops, 1) << " GFLOP/s: " << j["ceiling"]["product"].get<std::string>()
       << " matrix product, same threads (";
   if (r.ceiling_gemm_gflops > 0) out << "zibert's gemm " << fixed(r.ceiling_gemm_gflops, 1) << ", ";
@@ -333,6 +409,9 @@ std::string bench_table(const BenchResult& r) {
          "first layer's Q/K/V rows come from tables of the embeddings). Inference times whole passes of the\n"
          "Predictor over every text, as classify runs it; training cycles through train's seeded random\n"
          "batch order\n";
+  if (r.options.mlm)
+    out << "pretrain: masked-LM steps as zibert pretrain takes them (texts packed into max-len sequences, 15%\n"
+           "of the characters chosen afresh each step); every row of every layer, the head on the chosen rows\n";
   return out.str();
 }
 

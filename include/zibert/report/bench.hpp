@@ -23,6 +23,7 @@ struct BenchOptions {
   std::uint64_t seed = 1;
   std::int64_t ceiling_size = 2048;  // n of the n×n×n ceiling product
   bool train = true, infer = true;
+  bool mlm = false;                // measure masked-LM pretraining instead (zibert pretrain's steps)
   int threads = 1;                 // for the report; the caller sets OpenMP/Eigen
 };
 
@@ -41,7 +42,7 @@ struct BenchResult {
   std::size_t parameters = 0;
   std::string data_desc;
   double mean_tokens = 0;          // per example, with [CLS]/[SEP]
-  BenchPhase train, infer;
+  BenchPhase train, infer, mlm;
   double ceiling_gflops = 0;       // the faster of the two below
   double ceiling_gemm_gflops = 0;  // zibert's gemm (0 when it falls back to Eigen)
   double ceiling_eigen_gflops = 0;
@@ -61,6 +62,10 @@ struct BenchResult {
 // is a [CLS]-only last layer.
 enum class LastLayer { all_rows, cls, cls_folded };
 double forward_flops(const ModelConfig& config, std::int64_t tokens, LastLayer last, bool tabulated = false);
+// FLOPs of the masked-LM forward pass over a sequence of `tokens` tokens of
+// which `chosen` are predicted: every row of every layer, and the head
+// (transform and the tied (V, C) decoder) on the chosen rows only.
+double mlm_forward_flops(const ModelConfig& config, std::int64_t tokens, std::int64_t chosen);
 
 // The best GFLOP/s of an n×n×n single-precision product over `seconds`, with
 // the current OpenMP threads: zibert's gemm when use_gemm, else Eigen's.
