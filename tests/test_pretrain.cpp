@@ -199,3 +199,33 @@ TEST_CASE("fill-mask lists the top guesses per mask, and embed reads an encoder"
   CHECK(lines_of(r.out).size() == 408);  // one per input line, blank ones included
   CHECK(nlohmann::json::parse(lines_of(r.out)[0])["vector"].size() == 16);
 }
+
+TEST_CASE("train --pretrain-epochs pretrains on the training texts and more, then fine-tunes", "[pretrain][train]") {
+  const std::string dir = text_dir();
+  write_text(dir + "/extra.txt", "龘鱻是两个很少见的字\n\n佛跳墙\n");
+  RunResult r = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/m.safetensors --pretrain-epochs 2 "
+                           "--pretrain-text " + dir + "/extra.txt --epochs 1 --dim 16 --heads 2 --ffn 32 --max-len 32 "
+                           "--threads 2 -q");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const nlohmann::json t = info(dir + "/m.safetensors")["training"];
+  CHECK(t["pretraining"]["task"] == "mlm");
+  CHECK(t["pretraining"]["epochs"] == 2);
+  CHECK(t["pretraining"]["text"] == nlohmann::json::array({"train.tsv", "extra.txt"}));
+  CHECK(t["pretraining"]["train_lines"].get<int>() == 360 + 2);  // 10 % of the 400 held out as dev
+  CHECK(t["epochs"] == 1);
+  CHECK(load_model(dir + "/m.safetensors").tokenizer.vocab().id(U'龘') != kUnk);  // the extra text's characters
+  r = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/n.safetensors --pretrain-text " + dir +
+                 "/extra.txt");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("requires --pretrain-epochs"));
+  r = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/n.safetensors --pretrain-epochs 1 --init " +
+                 dir + "/m.safetensors");
+  CHECK(r.status == 2);
+  // A stop while pretraining says that phase keeps no checkpoint.
+  r = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/n.safetensors --pretrain-epochs 2 --epochs 1 " +
+                 "--dim 16 --heads 2 --ffn 32 --max-len 32 -q --interrupt-at-step 2");
+  CHECK(r.status == 130);
+  CHECK_THAT(r.err, Catch::Contains("while pretraining (phase 1)"));
+  CHECK_FALSE(fs::exists(dir + "/n.safetensors"));
+}

@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "run_control.hpp"
 #include "zibert/base/io.hpp"
+#include "zibert/train/pretrainer.hpp"
 #include "zibert/train/trainer.hpp"
 
 namespace zibert::cli {
@@ -17,7 +18,27 @@ struct TrainCli {
   int threads = 0;
   bool quiet = false;
   FaultInjection faults;
+  // Self-pretraining first (train --pretrain-epochs): on the training texts and these.
+  std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
+  double pretrain_lr = 1e-3;
+  std::vector<std::string> pretrain_texts;
 };
+
+// Phase 1 of train --pretrain-epochs: an encoder pretrained on the training
+// texts (and --pretrain-text), scored on the dev texts, in memory.
+Classifier self_pretrain(const TrainCli& c, const Dataset& train, const Dataset& dev, const TrainOptions& opt,
+                         Progress& progress, const TrainHooks& hooks) {
+  std::vector<Corpus> texts{texts_of(train)};
+  for (const std::string& path : c.pretrain_texts) texts.push_back(read_corpus(path));
+  TrainOptions p = opt;
+  p.epochs = c.pretrain_epochs;
+  p.batch = c.pretrain_batch;
+  p.adam.lr = c.pretrain_lr;
+  p.log_path.clear();
+  p.checkpoint_path.clear();  // phase 1 is not resumable: a stop in it ends the run
+  progress.message("phase 1 of 2: pretraining on the training texts");
+  return pretrain_encoder(texts, texts_of(dev), p, progress, nullptr, nullptr, nullptr, hooks);
+}
 
 // A resumed run takes everything from its checkpoint: options, data and
 // output paths, with the data files checked against their fingerprints.
@@ -87,9 +108,16 @@ int run_train(const TrainCli& o) {
   auto started = std::chrono::steady_clock::now();
   std::optional<Classifier> trained;
   try {
+    if (c.pretrain_epochs > 0) {
+      init = self_pretrain(c, train, dev, opt, progress, hooks);
+      progress.message("phase 2 of 2: fine-tuning");
+    }
     trained.emplace(train_classifier(train, dev, opt, progress, init ? &*init : nullptr, resume ? &*resume : nullptr,
                                      hooks));
   } catch (const Interrupted& stop) {
+    if (stop.checkpoint.empty() && c.pretrain_epochs > 0 && !trained)
+      std::fprintf(stderr, "zibert: the stop came while pretraining (phase 1), which keeps no checkpoint; run the "
+                           "command again to start over\n");
     return report_interrupted(stop, "train");
   }
   save_model(c.out, *trained);
@@ -127,6 +155,16 @@ Runner setup_train(CLI::App& app) {
                                      "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);
   add_shape_options(app, o->train.shape, init);
   add_optimizer_options(app, o->train);
+  CLI::Option* pre = app.add_option("--pretrain-epochs", o->pretrain_epochs, "First pretrain an encoder (masked LM, "
+                                    "as zibert pretrain) on the training texts for this many epochs, then fine-tune it")
+                         ->check(CLI::Range(std::int64_t(0), std::int64_t(100000)))->capture_default_str();
+  pre->excludes(init);
+  app.add_option("--pretrain-text", o->pretrain_texts, "More raw text for that pretraining, one text per line (repeat)")
+      ->check(CLI::ExistingFile)->needs(pre);
+  app.add_option("--pretrain-lr", o->pretrain_lr, "Peak learning rate of the pretraining")
+      ->check(CLI::Range(0.0, 10.0))->capture_default_str()->needs(pre);
+  app.add_option("--pretrain-batch", o->pretrain_batch, "Sequences per pretraining step")
+      ->check(CLI::Range(1, 65536))->capture_default_str()->needs(pre);
   app.add_option("--min-count", o->train.min_count, "Keep characters seen at least this often")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_flag("--lowercase", o->train.lowercase, "Case-fold text (stored in the model)");

@@ -28,6 +28,16 @@ Corpus read_corpus(const std::string& path) {
   return read_corpus(src);
 }
 
+Corpus texts_of(const Dataset& data) {
+  Corpus c;
+  c.name = data.name;
+  for (const Example& ex : data.rows) {
+    c.lines.push_back(ex.text);
+    c.line_numbers.push_back(ex.line);
+  }
+  return c;
+}
+
 Corpus hold_out(Corpus& corpus, double fraction, std::uint64_t seed) {
   const std::vector<std::uint8_t> is_dev = holdout_mask(corpus.lines.size(), fraction, seed);
   Corpus dev, kept;

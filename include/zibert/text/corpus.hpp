@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "zibert/base/line_source.hpp"
+#include "zibert/text/dataset.hpp"
 
 namespace zibert {
 
@@ -19,6 +20,9 @@ struct Corpus {
 // a single text is an error.
 Corpus read_corpus(LineSource& lines);
 Corpus read_corpus(const std::string& path);
+
+// The texts of a labelled set, without their labels (train --pretrain-epochs).
+Corpus texts_of(const Dataset& data);
 
 // Moves a seeded fraction of corpus's lines (at least one when it has two or
 // more) into a dev corpus named "NAME (held out)"; the rest keep their order.
