@@ -111,12 +111,8 @@ int run_pretrain(const PretrainCli& o) {
     if (c.texts.empty() || c.out.empty()) throw Error("pretrain needs --text and --out (or --resume CHECKPOINT)");
     opt.threads = apply_threads(o.threads);
   }
-  opt.checkpoint_path = c.checkpoint.empty() ? c.out + ".ckpt" : c.checkpoint;
-  if (opt.checkpoint_path == c.out || opt.checkpoint_path == opt.log_path)
-    throw Error(opt.checkpoint_path + ": the checkpoint needs a path of its own (not --out's or --log's)");
-  check_output_path(c.out);
-  check_output_path(opt.checkpoint_path);
-  if (!opt.log_path.empty()) check_output_path(opt.log_path);
+  // Fail before any work when a result could not be written.
+  prepare_outputs(c.out, c.checkpoint, opt);
   std::vector<Corpus> train;
   for (const std::string& t : c.texts) train.push_back(read_corpus(t));
   Corpus dev = !c.dev.empty() ? read_corpus(c.dev) : hold_out(train.front(), c.holdout, opt.seed);
@@ -136,14 +132,8 @@ int run_pretrain(const PretrainCli& o) {
   } catch (const Interrupted& stop) {
     return report_interrupted(stop, "pretrain");
   }
-  save_model(c.out, *encoder);
-  std::remove(opt.checkpoint_path.c_str());
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  char line[256];
-  std::snprintf(line, sizeof line, "saved %s (best epoch %lld, dev masked-token accuracy %.4f) in %s", c.out.c_str(),
-                static_cast<long long>(encoder->training["best_epoch"].get<std::int64_t>()),
-                encoder->training["dev_mlm_accuracy"].get<double>(), format_duration(secs).c_str());
-  progress.message(line);
+  save_finished(c.out, *encoder, opt, "dev masked-token accuracy", "dev_mlm_accuracy",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), progress);
   return kExitOk;
 }
 

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "zibert/base/io.hpp"
+
 namespace zibert::cli {
 namespace {
 
@@ -103,6 +105,26 @@ void resume_excludes_others(CLI::App& app, CLI::Option* resume) {
     if (opt != resume && !opt->get_lnames().empty() && opt->get_group() != "" &&
         opt->get_lnames() != std::vector<std::string>{"quiet"} && opt->get_lnames() != std::vector<std::string>{"help"})
       resume->excludes(opt);
+}
+
+void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt) {
+  opt.checkpoint_path = checkpoint.empty() ? out + ".ckpt" : checkpoint;
+  if (opt.checkpoint_path == out || opt.checkpoint_path == opt.log_path)
+    throw Error(opt.checkpoint_path + ": the checkpoint needs a path of its own (not --out's or --log's)");
+  check_output_path(out);
+  check_output_path(opt.checkpoint_path);
+  if (!opt.log_path.empty()) check_output_path(opt.log_path);
+}
+
+void save_finished(const std::string& out, const Classifier& model, const TrainOptions& opt, const char* metric,
+                   const char* metric_field, double seconds, Progress& progress) {
+  save_model(out, model);
+  std::remove(opt.checkpoint_path.c_str());  // the model is the result; the run's state is done with
+  char line[256];
+  std::snprintf(line, sizeof line, "saved %s (best epoch %lld, %s %.4f) in %s", out.c_str(),
+                static_cast<long long>(model.training["best_epoch"].get<std::int64_t>()), metric,
+                model.training[metric_field].get<double>(), format_duration(seconds).c_str());
+  progress.message(line);
 }
 
 std::string absolute_path(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "zibert/base/progress.hpp"
 #include "zibert/train/checkpoint.hpp"
 #include "zibert/train/trainer_hooks.hpp"
 
@@ -34,6 +35,15 @@ void add_optimizer_options(CLI::App& app, TrainOptions& train);
 // A resumed run takes everything from its checkpoint: every other option but
 // --quiet and --help is refused next to resume.
 void resume_excludes_others(CLI::App& app, CLI::Option* resume);
+
+// Sets opt.checkpoint_path (checkpoint, else OUT.ckpt) and checks, before any
+// work, that the model, the checkpoint and the log can be written.
+void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt);
+
+// Saves the finished model atomically, removes the run's checkpoint, and says
+// what was saved: "saved OUT (best epoch N, METRIC X) in T".
+void save_finished(const std::string& out, const Classifier& model, const TrainOptions& opt, const char* metric,
+                   const char* metric_field, double seconds, Progress& progress);
 
 // The run's record for checkpoints: a path made absolute (--resume may run
 // from another directory), "" stays "".

@@ -87,13 +87,8 @@ int run_train(const TrainCli& o) {
     if (c.data.empty() || c.out.empty()) throw Error("train needs --data and --out (or --resume CHECKPOINT)");
     opt.threads = apply_threads(o.threads);
   }
-  opt.checkpoint_path = c.checkpoint.empty() ? c.out + ".ckpt" : c.checkpoint;
-  if (opt.checkpoint_path == c.out || opt.checkpoint_path == opt.log_path)
-    throw Error(opt.checkpoint_path + ": the checkpoint needs a path of its own (not --out's or --log's)");
   // Fail before any work when a result could not be written.
-  check_output_path(c.out);
-  check_output_path(opt.checkpoint_path);
-  if (!opt.log_path.empty()) check_output_path(opt.log_path);
+  prepare_outputs(c.out, c.checkpoint, opt);
   Dataset train = read_dataset(c.data);
   Dataset dev;
   if (!c.dev.empty())
@@ -120,14 +115,8 @@ int run_train(const TrainCli& o) {
                            "command again to start over\n");
     return report_interrupted(stop, "train");
   }
-  save_model(c.out, *trained);
-  std::remove(opt.checkpoint_path.c_str());  // the model is the result; the run's state is done with
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  char line[256];
-  std::snprintf(line, sizeof line, "saved %s (best epoch %lld, dev accuracy %.4f) in %s", c.out.c_str(),
-                static_cast<long long>(trained->training["best_epoch"].get<std::int64_t>()),
-                trained->training["dev_accuracy"].get<double>(), format_duration(secs).c_str());
-  progress.message(line);
+  save_finished(c.out, *trained, opt, "dev accuracy", "dev_accuracy",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), progress);
   return kExitOk;
 }
 
