@@ -83,3 +83,32 @@ TEST_CASE("zibert bench takes texts from a file and rejects bad options", "[benc
     CHECK(r.err.rfind("zibert: error: ", 0) == 0);
   }
 }
+
+TEST_CASE("bench counts a masked-LM pass: every row, the head on the chosen rows", "[bench][mlm]") {
+  ModelConfig c = model_shape(100, 128, 4, 2, 8, 2, 0, 0.1);
+  c.task = Task::mlm;
+  // every row of both layers (as above), and for 3 chosen rows the transform 2·4·4 and the decoder 2·4·100
+  const double layer = 5 * 256 + 4 * 25 * 4;
+  CHECK(mlm_forward_flops(c, 5, 3) == Approx(2 * layer + 3 * (2 * 16 + 2 * 4 * 100)));
+  CHECK(mlm_forward_flops(c, 5, 0) == Approx(2 * layer));
+}
+
+TEST_CASE("zibert bench --mlm reports pretraining throughput", "[bench][cli][mlm]") {
+  const std::string shape = " --layers 1 --heads 2 --dim 16 --ffn 32 --max-len 32 --batch 8 --texts 64"
+                            " --seconds 0.2 --ceiling-size 128 --threads 2";
+  RunResult r = run_zibert("bench --mlm --json" + shape);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model"]["task"] == "mlm");
+  CHECK_FALSE(j.contains("train"));
+  REQUIRE(j.contains("pretrain"));
+  CHECK(j["pretrain"]["steps"].get<int>() >= 3);
+  CHECK(j["pretrain"]["examples_per_s"].get<double>() > 0);
+  CHECK(j["pretrain"]["gflops"].get<double>() > 0);
+  CHECK(j["pretrain"]["padding"].get<double>() < 0.2);  // packed sequences are nearly full
+  r = run_zibert("bench --mlm" + shape);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("pretrain "));
+  CHECK(run_zibert("bench --mlm --train-only" + shape).status == 2);
+}
