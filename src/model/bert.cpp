@@ -365,84 +365,9 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   encode_backward(batch, cache);
 }
 
-// ---- the masked-LM head: h = LN(GELU(x Wtᵀ + bt)); logits = h Eᵀ + b; loss = CE on the chosen rows
-
-template <class T>
-T Bert<T>::forward_mlm(const MaskedBatch& masked, ModelCache<T>& cache, const DropoutRng* given) const {
-  check_task(Task::mlm, "the masked-LM pass");
-  const Batch& batch = masked.batch;
-  const DropoutRng* rng = given != nullptr && given->p > 0 ? given : nullptr;
-  encode(batch, false, rng, cache);
-  const Index n = batch.size * batch.seq, c = config_.dim, v = config_.vocab_size;
-  const auto m = static_cast<Index>(masked.positions.size());
-  if (!masked.targets.empty() && masked.targets.size() != masked.positions.size())
-    throw Error("masked batch: positions and targets differ in number");
-  MlmCache<T>& mc = cache.mlm;
-  const MatMap<T> last(cache.hidden.data.data() + config_.layers * n * c, n, c);  // (N, C)
-  MatMap<T> x = mc.x.view(m, c);                                                   // (M, C)
-  for (Index i = 0; i < m; ++i) {
-    const std::int32_t row = masked.positions[i];
-    if (row < 0 || row >= n) throw Error("masked position out of range");
-    x.row(i) = last.row(row);
-  }
-  MatMap<T> pre = mc.pre.view(m, c), act = mc.act.view(m, c), h = mc.h.view(m, c);  // (M, C)
-  mlm_.transform.forward(x, pre);
-  gelu_forward<T>(pre, act);
-  mlm_.ln.forward(act, h, mc.xhat.view(m, c), mc.rstd.view(m, 1));
-  MatMap<T> logits = mc.logits.view(m, v), probs = mc.probs.view(m, v);  // (M, V)
-  const Linear<T> decoder{embeddings_.word, mlm_.bias};                   // tied to the word embeddings
-  decoder.forward(h, logits);
-  if (masked.targets.empty() || m == 0) {
-    probs = logits;
-    softmax_rows<T>(probs);
-    return T(0);
-  }
-  for (std::int32_t t : masked.targets)
-    if (t < 0 || t >= v) throw Error("masked target id out of range");
-  return cross_entropy_forward<T>(logits, masked.targets.data(), probs);
-}
-
-template <class T>
-void Bert<T>::backward_mlm(const MaskedBatch& masked, ModelCache<T>& cache) {
-  if (grads_.empty()) throw Error("this model was loaded for inference only and cannot be trained");
-  if (masked.positions.empty()) return;  // nothing chosen: no loss, no gradient
-  if (masked.targets.empty()) throw Error("backward_mlm needs the masked tokens' targets");
-  const Batch& batch = masked.batch;
-  const Index n = cache.batch * cache.seq, c = config_.dim, v = config_.vocab_size;
-  const auto m = static_cast<Index>(masked.positions.size());
-  MlmCache<T>& mc = cache.mlm;
-  MatMap<T> dlogits = mc.grad_logits.view(m, v);  // (M, V)
-  cross_entropy_backward<T>(MatMap<T>(mc.probs.data.data(), m, v), masked.targets.data(), dlogits);
-  MatMap<T> dh = mc.grad_h.view(m, c), dact = mc.grad_act.view(m, c), dx = mc.grad_x.view(m, c);  // (M, C)
-  Ref<T> dh_ref(dh), dx_ref(dx);
-  const Linear<T> decoder{embeddings_.word, mlm_.bias};
-  decoder.backward(MatMap<T>(mc.h.data.data(), m, c), dlogits, &dh_ref);  // dE += dlogitsᵀ h
-  mlm_.ln.backward(dh, MatMap<T>(mc.xhat.data.data(), m, c), MatMap<T>(mc.rstd.data.data(), m, 1), dact,
-                   cache.ln_scratch);
-  gelu_backward<T>(MatMap<T>(mc.pre.data.data(), m, c), dact, dact);
-  mlm_.transform.backward(MatMap<T>(mc.x.data.data(), m, c), dact, &dx_ref);
-  // Into the last layer's output: the chosen rows, zeros elsewhere.
-  MatMap<T> dy = cache.grad_out.view(n, c);
-  dy.setZero();
-  for (Index i = 0; i < m; ++i) dy.row(masked.positions[i]) += dx.row(i);
-  encode_backward(batch, cache);
-}
-
-template <class T>
-void copy_encoder_weights(const Bert<T>& from, Bert<T>& to) {
-  for (const TensorInfo& t : to.layout()) {
-    if (!is_encoder_tensor(t.name)) continue;
-    const TensorInfo& f = from.tensor(t.name);
-    if (f.shape != t.shape) throw Error("tensor " + t.name + " differs in shape between the models");
-    std::copy_n(from.values() + f.offset, t.size, to.params().data() + t.offset);
-  }
-}
-
 template struct Embeddings<float>;
 template struct Embeddings<double>;
 template class Bert<float>;
 template class Bert<double>;
-template void copy_encoder_weights<float>(const Bert<float>&, Bert<float>&);
-template void copy_encoder_weights<double>(const Bert<double>&, Bert<double>&);
 
 }  // namespace zibert

@@ -19,10 +19,6 @@
 #include "zibert/base/random.hpp"
 #include "zibert/text/tokenizer.hpp"
 #include "zibert/train/trainer.hpp"
-#include "zibert/train/loop.hpp"
-#include "zibert/train/masking.hpp"
-#include "zibert/train/packing.hpp"
-#include "zibert/train/pretrainer.hpp"
 #include "zibert/text/vocab.hpp"
 
 namespace zibert {
@@ -127,52 +123,6 @@ BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<fl
   return phase;
 }
 
-// Pretraining as zibert pretrain runs it: the texts packed into max-len
-// sequences, batches in the seeded random order, masks drawn afresh each
-// step (the drawing is timed too), cycled until `seconds` have passed.
-BenchPhase mlm_phase(const BenchOptions& o, const ModelConfig& config, Bert<float>& net, const SequenceSet& d) {
-  std::vector<std::vector<std::int32_t>> lines;
-  for (const std::vector<std::int32_t>& s : d.seqs) lines.emplace_back(s.begin() + 1, s.end() - 1);
-  SequenceSet packed;
-  for (auto& seq : pack_lines(lines, config.max_len)) {
-    packed.lengths.push_back(static_cast<std::int64_t>(seq.size()));
-    packed.seqs.push_back(std::move(seq));
-  }
-  std::uint64_t seed = o.seed;
-  const auto plan = bucketed_batches(packed.lengths, static_cast<std::size_t>(o.batch), &seed);
-  AdamW<float> adam(AdamWConfig{}, net.layout());
-  DataParallel<float> runner;
-  std::uint64_t step = 0;
-  BenchPhase phase;
-  auto run = [&](const std::vector<std::size_t>& members, bool timed) {
-    const MaskedBatch m = mask_tokens(batch_of(packed, members, false), config.vocab_size, o.seed, step, kMaskRate);
-    const DropoutRng rng{o.seed, step++, config.dropout};
-    const float loss = apply_step(net, adam, runner.train_mlm(net, m, &rng), 1e-4);
-    if (!std::isfinite(loss)) throw Error("bench: the masked-LM loss became non-finite");
-    if (!timed) return;
-    ++phase.steps;
-    phase.examples += m.batch.size;
-    phase.padded_tokens += m.batch.size * m.batch.seq;
-    std::vector<std::int64_t> chosen(members.size(), 0);
-    for (std::int32_t row : m.positions) ++chosen[static_cast<std::size_t>(row / m.batch.seq)];
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      phase.tokens += packed.lengths[members[i]];
-      phase.flops += 3.0 * mlm_forward_flops(config, packed.lengths[members[i]], chosen[i]);
-    }
-  };
-  for (std::size_t i = 0; i < 2; ++i) run(plan[i % plan.size()], false);
-  reset_peak_rss();
-  std::size_t next = 2 % plan.size();
-  const Clock::time_point start = Clock::now();
-  while (phase.steps < 3 || since(start) < o.seconds) {
-    run(plan[next], true);
-    next = (next + 1) % plan.size();
-  }
-  phase.seconds = since(start);
-  phase.peak_rss_mb = peak_rss_mb();
-  return phase;
-}
-
 // A classifier around the bench's network, so that predicting goes through
 // the Predictor as classify does: a vocabulary of vocab_size − 5 CJK
 // characters (the generated ids name no real ones), labels 0 and 1.
@@ -249,15 +199,6 @@ double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_l
   return double(c.layers - 1) * layer + last + head - gathered;
 }
 
-double mlm_forward_flops(const ModelConfig& c, std::int64_t tokens, std::int64_t chosen) {
-  ModelConfig encoder = c;
-  encoder.labels = 0;
-  const double dim = double(c.dim);
-  const double head = double(chosen) * (2 * dim * dim + 2 * dim * double(c.vocab_size));  // transform, decoder
-  // every row of every layer, without the classifier head forward_flops adds
-  return forward_flops(encoder, tokens, LastLayer::all_rows) - 2 * dim * dim + head;
-}
-
 double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm) {
   MatR<float> a(n, n), b(n, n), c(n, n);
   Rng rng(7);
@@ -320,7 +261,7 @@ BenchResult run_bench(const BenchOptions& o) {
     Bert<float> encoder(r.config);
     encoder.init_weights(o.seed);
     r.parameters = encoder.params().size();
-    r.mlm = mlm_phase(o, r.config, encoder, d);
+    r.mlm = bench_mlm_phase(o, r.config, encoder, d);
   } else {
     Bert<float> net(r.config, o.train);
     net.init_weights(o.seed);

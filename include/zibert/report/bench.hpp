@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zibert/model/batch.hpp"
 #include "zibert/model/bert.hpp"
 
 namespace zibert {
@@ -77,6 +78,9 @@ double peak_rss_mb();
 bool reset_peak_rss();
 
 BenchResult run_bench(const BenchOptions& options);
+// The masked-LM phase of run_bench (bench --mlm) on the texts of d, packed.
+BenchPhase bench_mlm_phase(const BenchOptions& options, const ModelConfig& config, Bert<float>& encoder,
+                           const SequenceSet& d);
 
 std::string bench_table(const BenchResult& result);
 nlohmann::ordered_json bench_json(const BenchResult& result);

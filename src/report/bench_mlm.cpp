@@ -1,0 +1,75 @@
+// zibert bench --mlm: the masked-LM pretraining phase and its FLOP count.
+#include <chrono>
+#include <cmath>
+
+#include "zibert/base/error.hpp"
+#include "zibert/report/bench.hpp"
+#include "zibert/train/data_parallel.hpp"
+#include "zibert/train/loop.hpp"
+#include "zibert/train/masking.hpp"
+#include "zibert/train/packing.hpp"
+#include "zibert/train/pretrainer.hpp"
+
+namespace zibert {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+}  // namespace
+
+// Pretraining as zibert pretrain runs it: the texts packed into max-len
+// sequences, batches in the seeded random order, masks drawn afresh each
+// step (the drawing is timed too), cycled until `seconds` have passed.
+BenchPhase bench_mlm_phase(const BenchOptions& o, const ModelConfig& config, Bert<float>& net, const SequenceSet& d) {
+  std::vector<std::vector<std::int32_t>> lines;
+  for (const std::vector<std::int32_t>& s : d.seqs) lines.emplace_back(s.begin() + 1, s.end() - 1);
+  SequenceSet packed;
+  for (auto& seq : pack_lines(lines, config.max_len)) {
+    packed.lengths.push_back(static_cast<std::int64_t>(seq.size()));
+    packed.seqs.push_back(std::move(seq));
+  }
+  std::uint64_t seed = o.seed;
+  const auto plan = bucketed_batches(packed.lengths, static_cast<std::size_t>(o.batch), &seed);
+  AdamW<float> adam(AdamWConfig{}, net.layout());
+  DataParallel<float> runner;
+  std::uint64_t step = 0;
+  BenchPhase phase;
+  auto run = [&](const std::vector<std::size_t>& members, bool timed) {
+    const MaskedBatch m = mask_tokens(batch_of(packed, members, false), config.vocab_size, o.seed, step, kMaskRate);
+    const DropoutRng rng{o.seed, step++, config.dropout};
+    const float loss = apply_step(net, adam, runner.train_mlm(net, m, &rng), 1e-4);
+    if (!std::isfinite(loss)) throw Error("bench: the masked-LM loss became non-finite");
+    if (!timed) return;
+    ++phase.steps;
+    phase.examples += m.batch.size;
+    phase.padded_tokens += m.batch.size * m.batch.seq;
+    std::vector<std::int64_t> chosen(members.size(), 0);
+    for (std::int32_t row : m.positions) ++chosen[static_cast<std::size_t>(row / m.batch.seq)];
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      phase.tokens += packed.lengths[members[i]];
+      phase.flops += 3.0 * mlm_forward_flops(config, packed.lengths[members[i]], chosen[i]);
+    }
+  };
+  for (std::size_t i = 0; i < 2; ++i) run(plan[i % plan.size()], false);
+  reset_peak_rss();
+  std::size_t next = 2 % plan.size();
+  const Clock::time_point start = Clock::now();
+  while (phase.steps < 3 || since(start) < o.seconds) {
+    run(plan[next], true);
+    next = (next + 1) % plan.size();
+  }
+  phase.seconds = since(start);
+  phase.peak_rss_mb = peak_rss_mb();
+  return phase;
+}
+
+double mlm_forward_flops(const ModelConfig& c, std::int64_t tokens, std::int64_t chosen) {
+  ModelConfig encoder = c;
+  encoder.labels = 0;
+  const double dim = double(c.dim);
+  const double head = double(chosen) * (2 * dim * dim + 2 * dim * double(c.vocab_size));  // transform, decoder
+  // every row of every layer, without the classifier head forward_flops adds
+  return forward_flops(encoder, tokens, LastLayer::all_rows) - 2 * dim * dim + head;
+}
+
+}  // namespace zibert
