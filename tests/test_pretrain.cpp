@@ -147,6 +147,7 @@ TEST_CASE("train --init ENCODER fine-tunes it: its vocabulary and shape, fresh h
   CHECK(j["training"]["pretraining"]["task"] == "mlm");
   CHECK(j["training"]["pretraining"]["epochs"] == 3);
   CHECK(j["training"]["train_unknown_characters"] == 0);
+  CHECK(j["training"]["lr"] == 3e-4);  // fine-tuning's default, lower than from scratch
   CHECK_THAT(run_zibert("info -m " + dir + "/clf.safetensors").out, Catch::Contains("encoder dev masked-token accuracy"));
   // Shape flags stay refused; characters the encoder never saw count as [UNK].
   r = run_zibert("train --init " + dir + "/enc.safetensors --data " + dir + "/train.tsv --out " + dir +
@@ -157,6 +158,9 @@ TEST_CASE("train --init ENCODER fine-tunes it: its vocabulary and shape, fresh h
                  "/new.tsv --out " + dir + "/u.safetensors --epochs 1 -q");
   REQUIRE(r.status == 0);
   CHECK(info(dir + "/u.safetensors")["training"]["train_unknown_characters"] == 3);
+  REQUIRE(run_zibert("train --init " + dir + "/enc.safetensors --data " + dir + "/new.tsv --dev " + dir +
+                     "/new.tsv --out " + dir + "/v.safetensors --epochs 1 -q --lr 1e-3").status == 0);
+  CHECK(info(dir + "/v.safetensors")["training"]["lr"] == 1e-3);  // --lr given wins
   CHECK_THAT(run_zibert("info -m " + dir + "/u.safetensors").out, Catch::Contains("[UNK]       3 of the"));
   // An encoder cannot classify; classify says so.
   r = run_zibert("classify -m " + dir + "/enc.safetensors " + dir + "/text.txt");

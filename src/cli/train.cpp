@@ -22,7 +22,13 @@ struct TrainCli {
   std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
   double pretrain_lr = 1e-3;
   std::vector<std::string> pretrain_texts;
+  bool lr_given = false;  // --lr on the command line (else fine-tuning an encoder takes kFineTuneLr)
 };
+
+// The peak learning rate fine-tuning from an encoder starts with unless --lr
+// says otherwise: lower than training from scratch (1e-3), as BERT recipes
+// are; README's pretraining study measured it.
+constexpr double kFineTuneLr = 3e-4;
 
 // Phase 1 of train --pretrain-epochs: an encoder pretrained on the training
 // texts (and --pretrain-text), scored on the dev texts, in memory.
@@ -98,6 +104,8 @@ int run_train(const TrainCli& o) {
   opt.run = run_record(c, opt);
   std::optional<Classifier> init;
   if (!c.init.empty()) init = load_model(c.init);
+  const bool from_encoder = c.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
+  if (from_encoder && !o.lr_given) opt.adam.lr = kFineTuneLr;
   Progress progress(o.quiet);
   const TrainHooks hooks = stop_hooks(o.faults);
   auto started = std::chrono::steady_clock::now();
@@ -166,7 +174,12 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--log", o->train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "
                                               "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
   resume_excludes_others(app, resume);
-  return [o] { return run_train(*o); };
+  CLI::Option* lr = app.get_option("--lr");
+  lr->description("Peak learning rate (fine-tuning an encoder, --init ENCODER or --pretrain-epochs: 3e-4 unless given)");
+  return [o, lr] {
+    o->lr_given = lr->count() > 0;
+    return run_train(*o);
+  };
 }
 
 }  // namespace zibert::cli
