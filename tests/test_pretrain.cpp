@@ -233,3 +233,14 @@ TEST_CASE("train --pretrain-epochs pretrains on the training texts and more, the
   CHECK_THAT(r.err, Catch::Contains("while pretraining (phase 1)"));
   CHECK_FALSE(fs::exists(dir + "/n.safetensors"));
 }
+
+TEST_CASE("the shipped encoder is under 10 MB and fills in what its corpus taught it", "[pretrain][shipped]") {
+  const std::string path = ZIBERT_SOURCE_DIR "/models/zh-encoder.safetensors";
+  CHECK(fs::file_size(path) <= 10'000'000);
+  const nlohmann::json j = info(path);
+  CHECK(j["task"] == "mlm");
+  CHECK(j["training"]["dev_mlm_accuracy"].get<double>() > 0.4);
+  RunResult r = run_zibert("fill-mask -k 1 -m " + path + " '请使用[MASK]令行参数。'");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("1\t1\t命\t"));
+}
