@@ -142,6 +142,20 @@ TEST_CASE("train --init ENCODER fine-tunes it: its vocabulary and shape, fresh h
   CHECK(clf.tokenizer.vocab().tokens() == enc.tokenizer.vocab().tokens());
   CHECK(clf.config.dim == enc.config.dim);
   CHECK(clf.config.layers == enc.config.layers);
+  // With lr 0 nothing moves: the encoder's tensors arrive whole in the classifier.
+  REQUIRE(run_zibert("train --init " + dir + "/enc.safetensors --data " + dir + "/train.tsv --out " + dir +
+                     "/frozen.safetensors --epochs 1 --lr 0 --threads 2 -q").status == 0);
+  const Classifier frozen = load_model(dir + "/frozen.safetensors");
+  std::size_t compared = 0;
+  for (const TensorInfo& t : frozen.net.layout()) {
+    if (!is_encoder_tensor(t.name)) continue;
+    const TensorInfo& e = enc.net.tensor(t.name);
+    INFO(t.name);
+    CHECK(std::equal(frozen.net.params().begin() + t.offset, frozen.net.params().begin() + t.offset + t.size,
+                     enc.net.params().begin() + e.offset));
+    ++compared;
+  }
+  CHECK(compared == frozen.net.layout().size() - 4);  // all but the pooler's and the classifier's
   const nlohmann::json j = info(dir + "/clf.safetensors");
   CHECK(j["training"]["init"] == true);
   CHECK(j["training"]["pretraining"]["task"] == "mlm");
