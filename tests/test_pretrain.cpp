@@ -139,6 +139,7 @@ TEST_CASE("train --init ENCODER fine-tunes it: its vocabulary and shape, fresh h
   const Classifier enc = load_model(dir + "/enc.safetensors"), clf = load_model(dir + "/clf.safetensors");
   CHECK(clf.config.task == Task::classify);
   CHECK(clf.labels == std::vector<std::string>{"0", "1"});
+  CHECK(clf.positive == "1");  // guessed from the labels, as from scratch (an encoder has none)
   CHECK(clf.tokenizer.vocab().tokens() == enc.tokenizer.vocab().tokens());
   CHECK(clf.config.dim == enc.config.dim);
   CHECK(clf.config.layers == enc.config.layers);

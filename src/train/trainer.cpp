@@ -48,7 +48,9 @@ std::vector<std::string> training_labels(const Dataset& train, const Classifier*
 Classifier prepare_model(const Dataset& train, const std::vector<std::vector<char32_t>>& texts,
                          const TrainOptions& opt, const Classifier* base) {
   std::vector<std::string> labels = training_labels(train, base);
-  std::string positive = opt.positive.empty() ? (base ? base->positive : guess_positive(labels)) : opt.positive;
+  // The positive label: as asked, else the starting classifier's, else guessed from the labels.
+  const bool base_classifier = base && base->config.task == Task::classify;
+  std::string positive = !opt.positive.empty() ? opt.positive : base_classifier ? base->positive : guess_positive(labels);
   if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
     throw Error("--positive " + positive + " is not one of the labels");
   Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
