@@ -181,6 +181,15 @@ def forward_flops(a, n, labels):
     return a.layers * (n * per_token + 4 * n * n * a.dim) + 2 * a.dim * a.dim + 2 * a.dim * labels
 
 
+def optimizer(model):
+    """AdamW as zibert's (decay on matrices only) with a warmup schedule."""
+    decay = [p for n, p in model.named_parameters() if p.dim() == 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() != 2]
+    opt = torch.optim.AdamW([dict(params=decay, weight_decay=0.01), dict(params=no_decay, weight_decay=0.0)],
+                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / 100))
+
+
 def mlm_flops(a, n, chosen, vocab):
     """zibert's mlm_forward_flops: every row of every layer, the head on the chosen rows."""
     return forward_flops(a, n, 0) - 2 * a.dim * a.dim + chosen * (2 * a.dim * a.dim + 2 * a.dim * vocab)
@@ -232,11 +241,7 @@ def main():
     lengths = [len(s) for s in seqs]
     model = Bert(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers, n_labels)
     params = sum(p.numel() for p in model.parameters())
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() != 2]
-    opt = torch.optim.AdamW([dict(params=decay, weight_decay=0.01), dict(params=no_decay, weight_decay=0.0)],
-                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / 100))
+    opt, sched = optimizer(model)
 
     def train_step(ids, y):
         opt.zero_grad(set_to_none=True)
@@ -263,11 +268,7 @@ def mlm_main(a, seqs, vocab):
     lengths = [len(s) for s in packed]
     model = BertForMaskedLM(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers)
     params = sum(p.numel() for p in model.parameters())
-    decay = [p for n, p in model.named_parameters() if p.dim() == 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() != 2]
-    opt = torch.optim.AdamW([dict(params=decay, weight_decay=0.01), dict(params=no_decay, weight_decay=0.0)],
-                            lr=1e-4, betas=(0.9, 0.999), eps=1e-8)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: min(1.0, (k + 1) / 100))
+    opt, sched = optimizer(model)
     gen = torch.Generator().manual_seed(a.seed)
     batches = plan(lengths, a.batch, a.seed)
     padded = [pack(packed, [0] * len(packed), m)[0] for m in batches]

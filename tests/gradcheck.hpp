@@ -1,8 +1,11 @@
 // Central finite differences in double precision, for the gradient tests.
 #pragma once
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "zibert/base/random.hpp"
@@ -42,6 +45,18 @@ inline std::vector<double> numeric_gradient(double* x, std::size_t n, const std:
     x[i] = old;
   }
   return g;
+}
+
+// One parameter tensor's analytic gradient against its numeric one: relative
+// error ≤ 1e-6; for a key bias, whose gradient is zero in exact arithmetic
+// (softmax(q·(k + b)) = softmax(q·k)), both must be zero instead.
+inline void check_tensor_gradient(const std::string& name, const double* analytic, const std::vector<double>& numeric) {
+  if (name.ends_with("attention.self.key.bias")) {
+    CHECK(norm(analytic, numeric.size()) < 1e-12);
+    CHECK(norm(numeric.data(), numeric.size()) < 1e-8);
+    return;
+  }
+  CHECK(relative_error(analytic, numeric.data(), numeric.size()) <= 1e-6);
 }
 
 inline void fill_uniform(double* x, std::size_t n, std::uint64_t seed, double lo = -1, double hi = 1) {
