@@ -48,9 +48,9 @@ def split_paragraph(text):
     return [p for p in SENTENCE_END.split(text) if p.strip()]
 
 
-def fortune_sentences():
+def fortune_sentences(names=("chinese.u8", "tang300.u8", "song100.u8")):
     out = []
-    for name in ("chinese.u8", "tang300.u8", "song100.u8"):
+    for name in names:
         with open(os.path.join(FORTUNES, name), encoding="utf-8", errors="replace") as f:
             entries = f.read().split("\n%\n")
         for entry in entries:

@@ -72,28 +72,13 @@ def txt_gz_sentences(path):
         return paragraphs_sentences(f.read())
 
 
-def fortunes(names):
-    out = []
-    for name in names:
-        with open(os.path.join(ex.FORTUNES, name), encoding="utf-8", errors="replace") as f:
-            entries = f.read().split("\n%\n")
-        for entry in entries:
-            for block in re.split(r"\n\s*\n", entry):
-                lines = [l for l in block.split("\n") if l.strip() and "\x1b[" not in l and not l.strip().startswith("--")]
-                if name == "chinese.u8":
-                    out += ex.split_paragraph("\n".join(lines))
-                else:
-                    out += [ex.ANSI.sub("", l).strip() for l in lines]
-    return [ex.ANSI.sub("", s) for s in out]
-
-
 def main():
     outdir = sys.argv[1]
     os.makedirs(outdir, exist_ok=True)
     man_cn, man_tw = ex.man_sentences()
     sources = [
-        ("fortune", fortunes(["chinese.u8"])),
-        ("poem", fortunes(["tang300.u8", "song100.u8"])),
+        ("fortune", ex.fortune_sentences(["chinese.u8"])),
+        ("poem", ex.fortune_sentences(["tang300.u8", "song100.u8"])),
         ("man-zh_CN", man_cn),
         ("man-zh_TW", man_tw),
         ("doc-zh_CN", txt_gz_sentences("/usr/share/debian-reference/debian-reference.zh-cn.txt.gz")

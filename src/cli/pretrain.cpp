@@ -157,10 +157,7 @@ Runner setup_pretrain(CLI::App& app) {
   app.add_option("--holdout", o->holdout, "Fraction of the first --text's lines held out when --dev-text is absent")
       ->check(CLI::Range(0.001, 0.5))->capture_default_str();
   app.add_option("--out", o->out, "Encoder file to write (safetensors; required unless --resume)");
-  app.add_option("--checkpoint", o->checkpoint, "Where to keep the training state (default OUT.ckpt): written "
-                                                "atomically after each epoch and on SIGINT/SIGTERM, removed at the end");
-  CLI::Option* resume = app.add_option("--resume", o->resume, "Continue an interrupted run from its checkpoint, with "
-                                        "its options and text (it refuses other flags)")->check(CLI::ExistingFile);
+  CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);
   CLI::Option* init = app.add_option("--init", o->init, "Continue from this encoder (or a classifier's encoder, with "
                                      "a fresh head): its vocabulary and shape, so shape flags are refused")

@@ -100,6 +100,14 @@ void add_optimizer_options(CLI::App& app, TrainOptions& t) {
       ->capture_default_str();
 }
 
+CLI::Option* add_checkpoint_options(CLI::App& app, std::string& checkpoint, std::string& resume) {
+  app.add_option("--checkpoint", checkpoint, "Where to keep the training state (default OUT.ckpt): written "
+                                             "atomically after each epoch and on SIGINT/SIGTERM, removed at the end");
+  return app.add_option("--resume", resume, "Continue an interrupted run from its checkpoint, with its options and "
+                                            "data (it refuses other flags)")
+      ->check(CLI::ExistingFile);
+}
+
 void resume_excludes_others(CLI::App& app, CLI::Option* resume) {
   for (CLI::Option* opt : app.get_options())
     if (opt != resume && !opt->get_lnames().empty() && opt->get_group() != "" &&

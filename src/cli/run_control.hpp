@@ -32,6 +32,8 @@ int report_interrupted(const Interrupted& stop, const std::string& command);
 void add_shape_options(CLI::App& app, ModelConfig& shape, CLI::Option* init);
 // --epochs, --batch, --lr, --warmup, --weight-decay, --clip, --seed.
 void add_optimizer_options(CLI::App& app, TrainOptions& train);
+// --checkpoint PATH and --resume CHECKPOINT (returned, for resume_excludes_others).
+CLI::Option* add_checkpoint_options(CLI::App& app, std::string& checkpoint, std::string& resume);
 // A resumed run takes everything from its checkpoint: every other option but
 // --quiet and --help is refused next to resume.
 void resume_excludes_others(CLI::App& app, CLI::Option* resume);

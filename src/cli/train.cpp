@@ -142,11 +142,7 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(CLI::Range(0.01, 0.5))
       ->capture_default_str();
   app.add_option("--out", o->out, "Model file to write (safetensors; required unless --resume)");
-  app.add_option("--checkpoint", o->checkpoint, "Where to keep the training state (default OUT.ckpt): written "
-                                                "atomically after each epoch and on SIGINT/SIGTERM, removed at the end");
-  CLI::Option* resume = app.add_option("--resume", o->resume, "Continue an interrupted run from its checkpoint, with "
-                                        "its options and data (it refuses other training flags)")
-                            ->check(CLI::ExistingFile);
+  CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);
   CLI::Option* init = app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels "
                                      "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);

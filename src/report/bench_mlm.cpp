@@ -23,11 +23,7 @@ double since(Clock::time_point start) { return std::chrono::duration<double>(Clo
 BenchPhase bench_mlm_phase(const BenchOptions& o, const ModelConfig& config, Bert<float>& net, const SequenceSet& d) {
   std::vector<std::vector<std::int32_t>> lines;
   for (const std::vector<std::int32_t>& s : d.seqs) lines.emplace_back(s.begin() + 1, s.end() - 1);
-  SequenceSet packed;
-  for (auto& seq : pack_lines(lines, config.max_len)) {
-    packed.lengths.push_back(static_cast<std::int64_t>(seq.size()));
-    packed.seqs.push_back(std::move(seq));
-  }
+  const SequenceSet packed = packed_sequences(lines, config.max_len);
   std::uint64_t seed = o.seed;
   const auto plan = bucketed_batches(packed.lengths, static_cast<std::size_t>(o.batch), &seed);
   AdamW<float> adam(AdamWConfig{}, net.layout());

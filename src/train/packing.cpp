@@ -41,4 +41,13 @@ std::vector<std::vector<std::int32_t>> pack_lines(const std::vector<std::vector<
   return out;
 }
 
+SequenceSet packed_sequences(const std::vector<std::vector<std::int32_t>>& lines, std::int64_t max_len) {
+  SequenceSet out;
+  for (auto& seq : pack_lines(lines, max_len)) {
+    out.lengths.push_back(static_cast<std::int64_t>(seq.size()));
+    out.seqs.push_back(std::move(seq));
+  }
+  return out;
+}
+
 }  // namespace zibert

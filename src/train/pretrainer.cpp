@@ -25,12 +25,7 @@ SequenceSet pack_corpora(const std::vector<const Corpus*>& corpora, const Tokeni
   for (const Corpus* c : corpora)
     for (const std::string& line : c->lines) ids.push_back(tokenizer.encode(line));
   if (lines) *lines = static_cast<std::int64_t>(ids.size());
-  SequenceSet out;
-  for (auto& seq : pack_lines(ids, max_len)) {
-    out.lengths.push_back(static_cast<std::int64_t>(seq.size()));
-    out.seqs.push_back(std::move(seq));
-  }
-  return out;
+  return packed_sequences(ids, max_len);
 }
 
 // The dev sequences in fixed batches, each with its masks.

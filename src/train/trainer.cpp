@@ -30,7 +30,7 @@ std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Norm
 
 // Labels sorted, from the training data (or the starting model's).
 std::vector<std::string> training_labels(const Dataset& train, const Classifier* base) {
-  if (base && base->config.task == Task::classify) return base->labels;
+  if (base) return base->labels;
   std::set<std::string> seen;
   for (const Example& ex : train.rows) seen.insert(ex.label);
   std::vector<std::string> labels(seen.begin(), seen.end());
@@ -47,29 +47,29 @@ std::vector<std::string> training_labels(const Dataset& train, const Classifier*
 // classifier start fresh.
 Classifier prepare_model(const Dataset& train, const std::vector<std::vector<char32_t>>& texts,
                          const TrainOptions& opt, const Classifier* base) {
-  std::vector<std::string> labels = training_labels(train, base);
+  const bool from_encoder = base && base->config.task == Task::mlm;
+  std::vector<std::string> labels = training_labels(train, from_encoder ? nullptr : base);
   // The positive label: as asked, else the starting classifier's, else guessed from the labels.
-  const bool base_classifier = base && base->config.task == Task::classify;
-  std::string positive = !opt.positive.empty() ? opt.positive : base_classifier ? base->positive : guess_positive(labels);
+  std::string positive = !opt.positive.empty()       ? opt.positive
+                         : base && !from_encoder      ? base->positive
+                                                      : guess_positive(labels);
   if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
     throw Error("--positive " + positive + " is not one of the labels");
   Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
   Vocab vocab;
   ModelConfig config = opt.shape;
-  const bool from_encoder = base && base->config.task == Task::mlm;
   if (base) {
     vocab = base->tokenizer.vocab();
     config = base->config;
     config.dropout = opt.shape.dropout;
-    config.task = Task::classify;
-    config.labels = static_cast<std::int64_t>(labels.size());
   } else {
     VocabBuilder builder;
     for (const auto& t : texts) builder.add(t);
     vocab = builder.build(opt.min_count);
     config.vocab_size = vocab.size();
-    config.labels = static_cast<std::int64_t>(labels.size());
   }
+  config.task = Task::classify;  // an encoder's shape, a classifier's head
+  config.labels = static_cast<std::int64_t>(labels.size());
   // How long texts' windows combine: as asked, else as the starting model did, else mean.
   const Windows windows = !opt.windows.empty() ? windows_from_name(opt.windows)
                           : base && base->windows ? *base->windows

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "zibert/model/batch.hpp"
+
 namespace zibert {
 
 // [CLS] line [SEP] line [SEP] …: lines (ids without specials) are appended
@@ -14,5 +16,9 @@ namespace zibert {
 // next sequence, which later lines may join. Empty lines are skipped.
 std::vector<std::vector<std::int32_t>> pack_lines(const std::vector<std::vector<std::int32_t>>& lines,
                                                   std::int64_t max_len);
+
+// The same as a SequenceSet (no labels), ready for batching: what pretrain
+// trains on and bench --mlm times.
+SequenceSet packed_sequences(const std::vector<std::vector<std::int32_t>>& lines, std::int64_t max_len);
 
 }  // namespace zibert
