@@ -1,0 +1,73 @@
+// Int8 matrix products for quantized inference: y = x Wᵀ + b with W int8
+// (symmetric, one float scale per output row) and x quantized per row on the
+// fly to u8 with a zero point. The sums run in int32 and are exact, so every
+// path gives the same int32 sums as the scalar reference; the scales, the
+// zero point's correction and the bias are folded into the store with the
+// same float operations on every path, so the outputs agree bit for bit.
+//
+// Paths, chosen at run time from CPUID (one binary runs everywhere):
+//  - avx512_vnni: vpdpbusd, 4 u8·s8 products per int32 lane, tiles of 14 x 32;
+//  - avx2: u8 and s8 widened to int16 and summed in pairs by vpmaddwd (exact,
+//    where vpmaddubsw's int16 pair sums would saturate), tiles of 6 x 16;
+//  - scalar: the reference the tests hold the others to.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "zibert/nn/tensor.hpp"
+
+namespace zibert {
+
+enum class Int8Isa { scalar, avx2, avx512_vnni };
+const char* int8_isa_name(Int8Isa isa);
+bool int8_isa_available(Int8Isa isa);  // this CPU (and OS) runs it
+Int8Isa int8_best_isa();               // the fastest available
+
+// Depths past this would let 255·127·k overflow the int32 sums.
+inline constexpr Index kInt8MaxDepth = 32768;
+
+// A weight matrix W (n, k), int8 with scale[j] per row j (w ≈ q·scale),
+// packed for one path's kernel. The values are copied in.
+class Int8Matrix {
+ public:
+  Int8Matrix() = default;
+  // Throws when k exceeds kInt8MaxDepth or a scale is not finite and > 0.
+  Int8Matrix(const std::int8_t* values, const float* scales, Index n, Index k, Int8Isa isa);
+  Index rows() const { return n_; }
+  Index cols() const { return k_; }
+  Int8Isa isa() const { return isa_; }
+
+  // y (m, n, leading dimension ldy) = dequantize(x (m, k) quantized per row) Wᵀ + bias (n floats, or
+  // nullptr). threads > 1 splits the rows (only outside a parallel region).
+  void multiply(const CRef<float>& x, float* y, Index ldy, const float* bias, int threads = 1) const;
+  void multiply(const CRef<float>& x, Ref<float> y, const float* bias, int threads = 1) const {
+    multiply(x, y.data(), y.outerStride(), bias, threads);
+  }
+
+ private:
+  Index n_ = 0, k_ = 0;
+  Int8Isa isa_ = Int8Isa::scalar;
+  std::vector<std::int8_t> values_;   // (n, k) as given (the scalar path)
+  AlignedVector<std::int8_t> packed_; // avx512_vnni: panels of 32 columns, per 4 depths 32 x 4 bytes
+  AlignedVector<std::int16_t> wide_;  // avx2: panels of 16 columns, per 2 depths 16 x 2 int16
+  std::vector<float> scales_;         // (n)
+  std::vector<std::int32_t> sums_;    // (n) Σ_p q[j, p], for the zero point's correction
+};
+
+// x's rows quantized: q = clamp(round(x / scale) + zero, 0, 255) with
+// scale = (max(x, 0) − min(x, 0)) / 255 per row (1 for a row of zeros), so
+// that 0 is exact. Rows are ld bytes apart (k rounded up to 4, the padding
+// zero). Every isa gives the same bytes.
+struct QuantizedRows {
+  Index rows = 0, cols = 0, ld = 0;
+  AlignedVector<std::uint8_t> values;  // (rows, ld)
+  std::vector<float> scales;           // (rows)
+  std::vector<std::int32_t> zeros;     // (rows)
+};
+void quantize_rows(const CRef<float>& x, QuantizedRows& out, Int8Isa isa = int8_best_isa());
+
+// Symmetric per-row int8 of a float matrix (n, k): scale[j] = max|w[j]| / 127
+// (1 for a row of zeros), q = round(w / scale) in [−127, 127].
+void quantize_symmetric(const CRef<float>& w, std::int8_t* values, float* scales);
+
+}  // namespace zibert

@@ -1,0 +1,413 @@
+#include "zibert/nn/qgemm.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "zibert/base/error.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define ZIBERT_X86 1
+#endif
+
+namespace zibert {
+
+namespace {
+
+// Rows past the last that a kernel may read (never stores): the tallest tile.
+constexpr Index kPadRows = 14;
+constexpr Index kRowBlock = 98;  // rows of x per block: a multiple of both tiles' heights' lcm, 98 x k bytes in L2
+
+// One output element from its exact int32 sum: the zero point's correction,
+// then scale and bias in the order every path uses (float conversion, the
+// product of the scales, one fused multiply-add).
+inline float store_value(std::int32_t sum, std::int32_t zero, std::int32_t wsum, float xscale, float wscale,
+                         float bias) {
+  const std::int32_t s = sum - zero * wsum;
+  return std::fma(static_cast<float>(s), xscale * wscale, bias);
+}
+
+struct Product {
+  const QuantizedRows& x;
+  const float* scales;       // (n) the weights'
+  const std::int32_t* sums;  // (n)
+  const float* bias;         // (n) or nullptr
+  float* y;
+  Index ldy, n, k;
+};
+
+void scalar_rows(const Product& p, const std::int8_t* w, Index i0, Index i1) {
+  for (Index i = i0; i < i1; ++i) {
+    const std::uint8_t* a = p.x.values.data() + i * p.x.ld;
+    for (Index j = 0; j < p.n; ++j) {
+      const std::int8_t* b = w + j * p.k;
+      std::int32_t acc = 0;
+      for (Index q = 0; q < p.k; ++q) acc += static_cast<std::int32_t>(a[q]) * static_cast<std::int32_t>(b[q]);
+      p.y[i * p.ldy + j] = store_value(acc, p.x.zeros[i], p.sums[j], p.x.scales[i], p.scales[j],
+                                       p.bias ? p.bias[j] : 0.0f);
+    }
+  }
+}
+
+#if defined(ZIBERT_X86)
+
+inline std::int32_t load32(const void* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// --- AVX-512 VNNI: tiles of 14 rows x 32 columns, 28 int32 accumulators ---
+
+constexpr Index kVnniMr = 14, kVnniNr = 32;
+
+template <int kVecs>
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void vnni_tile(
+    const Product& p, const std::uint8_t* a, const std::int8_t* panel, Index groups, Index row0, Index rows,
+    Index col0, Index cols) {
+  __m512i acc[kVnniMr][kVecs];
+#pragma GCC unroll 28
+  for (int r = 0; r < kVnniMr; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_si512();
+  const Index lda = p.x.ld;
+  for (Index g = 0; g < groups; ++g) {
+    __m512i b[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) b[v] = _mm512_loadu_si512(panel + g * 4 * kVnniNr + 64 * v);
+#pragma GCC unroll 14
+    for (int r = 0; r < kVnniMr; ++r) {
+      const __m512i av = _mm512_set1_epi32(load32(a + r * lda + 4 * g));
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, b[v]);
+    }
+  }
+  __mmask16 mask[kVecs];
+  __m512i wsum[kVecs];
+  __m512 wscale[kVecs], bias[kVecs];
+  for (int v = 0; v < kVecs; ++v) {
+    const Index left = cols - 16 * v;
+    mask[v] = static_cast<__mmask16>(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
+    wsum[v] = _mm512_maskz_loadu_epi32(mask[v], p.sums + col0 + 16 * v);
+    wscale[v] = _mm512_maskz_loadu_ps(mask[v], p.scales + col0 + 16 * v);
+    bias[v] = p.bias ? _mm512_maskz_loadu_ps(mask[v], p.bias + col0 + 16 * v) : _mm512_setzero_ps();
+  }
+#pragma GCC unroll 14
+  for (int r = 0; r < kVnniMr; ++r) {
+    if (r >= rows) break;
+    const __m512i zero = _mm512_set1_epi32(p.x.zeros[row0 + r]);
+    const __m512 xscale = _mm512_set1_ps(p.x.scales[row0 + r]);
+    float* out = p.y + (row0 + r) * p.ldy + col0;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) {
+      const __m512i s = _mm512_sub_epi32(acc[r][v], _mm512_mullo_epi32(zero, wsum[v]));
+      const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(xscale, wscale[v]), bias[v]);
+      _mm512_mask_storeu_ps(out + 16 * v, mask[v], f);
+    }
+  }
+}
+
+void vnni_rows(const Product& p, const std::int8_t* packed, Index i0, Index i1) {
+  const Index groups = (p.k + 3) / 4;
+  for (Index j0 = 0; j0 < p.n; j0 += kVnniNr) {
+    const std::int8_t* panel = packed + j0 * groups * 4;
+    const Index cols = std::min(kVnniNr, p.n - j0);
+    for (Index i = i0; i < i1; i += kVnniMr) {
+      const std::uint8_t* a = p.x.values.data() + i * p.x.ld;
+      const Index rows = std::min(kVnniMr, i1 - i);
+      (cols > 16 ? vnni_tile<2> : vnni_tile<1>)(p, a, panel, groups, i, rows, j0, cols);
+    }
+  }
+}
+
+// --- AVX2: int16 pairs by vpmaddwd, tiles of 6 rows x 16 columns ---
+
+constexpr Index kAvx2Mr = 6, kAvx2Nr = 16;
+
+template <int kVecs>
+__attribute__((target("avx2,fma"))) void avx2_tile(const Product& p, const std::int16_t* a, Index lda,
+                                                   const std::int16_t* panel, Index pairs, Index row0, Index rows,
+                                                   Index col0, Index cols) {
+  __m256i acc[kAvx2Mr][kVecs];
+#pragma GCC unroll 12
+  for (int r = 0; r < kAvx2Mr; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_si256();
+  for (Index g = 0; g < pairs; ++g) {
+    __m256i b[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v)
+      b[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 2 * kAvx2Nr + 16 * v));
+#pragma GCC unroll 6
+    for (int r = 0; r < kAvx2Mr; ++r) {
+      const __m256i av = _mm256_set1_epi32(load32(a + r * lda + 2 * g));
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(av, b[v]));
+    }
+  }
+  __m256i mask[kVecs], wsum[kVecs];
+  __m256 wscale[kVecs], bias[kVecs];
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int v = 0; v < kVecs; ++v) {
+    mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols - 8 * v)), lane);
+    wsum[v] = _mm256_maskload_epi32(p.sums + col0 + 8 * v, mask[v]);
+    wscale[v] = _mm256_maskload_ps(p.scales + col0 + 8 * v, mask[v]);
+    bias[v] = p.bias ? _mm256_maskload_ps(p.bias + col0 + 8 * v, mask[v]) : _mm256_setzero_ps();
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kAvx2Mr; ++r) {
+    if (r >= rows) break;
+    const __m256i zero = _mm256_set1_epi32(p.x.zeros[row0 + r]);
+    const __m256 xscale = _mm256_set1_ps(p.x.scales[row0 + r]);
+    float* out = p.y + (row0 + r) * p.ldy + col0;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) {
+      const __m256i s = _mm256_sub_epi32(acc[r][v], _mm256_mullo_epi32(zero, wsum[v]));
+      const __m256 f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(xscale, wscale[v]), bias[v]);
+      _mm256_maskstore_ps(out + 8 * v, mask[v], f);
+    }
+  }
+}
+
+void avx2_rows(const Product& p, const std::int16_t* wide, Index i0, Index i1) {
+  // x's rows widened to int16 (the u8 values are below 256, so exact).
+  static thread_local AlignedVector<std::int16_t> a16;
+  const Index lda = p.x.ld, rows = i1 - i0;
+  const std::size_t need = static_cast<std::size_t>((rows + kPadRows) * lda);
+  if (a16.size() < need) a16.resize(need);
+  const std::uint8_t* src = p.x.values.data() + i0 * lda;
+  for (std::size_t e = 0; e < need; ++e) a16[e] = src[e];
+  const Index pairs = (p.k + 1) / 2;
+  for (Index j0 = 0; j0 < p.n; j0 += kAvx2Nr) {
+    const std::int16_t* panel = wide + j0 * pairs * 2;
+    const Index cols = std::min(kAvx2Nr, p.n - j0);
+    for (Index i = 0; i < rows; i += kAvx2Mr)
+      (cols > 8 ? avx2_tile<2> : avx2_tile<1>)(p, a16.data() + i * lda, lda, panel, pairs, i0 + i,
+                                               std::min(kAvx2Mr, rows - i), j0, cols);
+  }
+}
+
+#endif  // ZIBERT_X86
+
+}  // namespace
+
+const char* int8_isa_name(Int8Isa isa) {
+  switch (isa) {
+    case Int8Isa::avx512_vnni: return "avx512-vnni";
+    case Int8Isa::avx2: return "avx2";
+    default: return "scalar";
+  }
+}
+
+bool int8_isa_available(Int8Isa isa) {
+#if defined(ZIBERT_X86)
+  switch (isa) {
+    case Int8Isa::avx512_vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    case Int8Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    default: return true;
+  }
+#else
+  return isa == Int8Isa::scalar;
+#endif
+}
+
+Int8Isa int8_best_isa() {
+  static const Int8Isa best = int8_isa_available(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni
+                              : int8_isa_available(Int8Isa::avx2)      ? Int8Isa::avx2
+                                                                       : Int8Isa::scalar;
+  return best;
+}
+
+Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, Index k, Int8Isa isa)
+    : n_(n), k_(k), isa_(isa), values_(values, values + n * k), scales_(scales, scales + n), sums_(n, 0) {
+  if (k > kInt8MaxDepth)
+    throw Error("an int8 product of depth " + std::to_string(k) + " could overflow its int32 sums (at most " +
+                std::to_string(kInt8MaxDepth) + ")");
+  if (!int8_isa_available(isa)) throw Error(std::string("this CPU cannot run the ") + int8_isa_name(isa) + " kernels");
+  for (Index j = 0; j < n; ++j) {
+    if (!(std::isfinite(scales[j]) && scales[j] > 0))
+      throw Error("an int8 row scale must be finite and positive (row " + std::to_string(j) + ")");
+    for (Index q = 0; q < k; ++q) sums_[j] += values[j * k + q];
+  }
+  if (isa == Int8Isa::avx512_vnni) {
+#if defined(ZIBERT_X86)
+    // Panel of 32 columns; per group of 4 depths, column c's 4 bytes at c * 4.
+    const Index groups = (k + 3) / 4, panels = (n + kVnniNr - 1) / kVnniNr;
+    packed_.assign(static_cast<std::size_t>(panels * groups * 4 * kVnniNr), 0);
+    for (Index j = 0; j < n; ++j)
+      for (Index q = 0; q < k; ++q)
+        packed_[((j / kVnniNr) * groups + q / 4) * 4 * kVnniNr + (j % kVnniNr) * 4 + q % 4] = values[j * k + q];
+#endif
+  } else if (isa == Int8Isa::avx2) {
+#if defined(ZIBERT_X86)
+    // Panel of 16 columns; per pair of depths, column c's two int16 at c * 2.
+    const Index pairs = (k + 1) / 2, panels = (n + kAvx2Nr - 1) / kAvx2Nr;
+    wide_.assign(static_cast<std::size_t>(panels * pairs * 2 * kAvx2Nr), 0);
+    for (Index j = 0; j < n; ++j)
+      for (Index q = 0; q < k; ++q)
+        wide_[((j / kAvx2Nr) * pairs + q / 2) * 2 * kAvx2Nr + (j % kAvx2Nr) * 2 + q % 2] = values[j * k + q];
+#endif
+  }
+}
+
+void Int8Matrix::multiply(const CRef<float>& x, float* y, Index ldy, const float* bias, int threads) const {
+  if (x.cols() != k_)
+    throw Error("int8 product: x has " + std::to_string(x.cols()) + " columns, the weights " + std::to_string(k_));
+  const Index m = x.rows();
+  if (m == 0 || n_ == 0) return;
+  static thread_local QuantizedRows q;
+  quantize_rows(x, q);
+  const Product p{q, scales_.data(), sums_.data(), bias, y, ldy, n_, k_};
+  auto rows = [&](Index i0, Index i1) {
+#if defined(ZIBERT_X86)
+    if (isa_ == Int8Isa::avx512_vnni) return vnni_rows(p, packed_.data(), i0, i1);
+    if (isa_ == Int8Isa::avx2) return avx2_rows(p, wide_.data(), i0, i1);
+#endif
+    scalar_rows(p, values_.data(), i0, i1);
+  };
+  const Index blocks = (m + kRowBlock - 1) / kRowBlock;
+  if (threads > 1 && blocks > 1 && !omp_in_parallel()) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (Index b = 0; b < blocks; ++b) rows(b * kRowBlock, std::min(m, (b + 1) * kRowBlock));
+  } else {
+    for (Index b = 0; b < blocks; ++b) rows(b * kRowBlock, std::min(m, (b + 1) * kRowBlock));
+  }
+}
+
+namespace {
+
+// One row's range: lo = min(x, 0), hi = max(x, 0) (min and max are exact,
+// so every path finds the same).
+struct Range {
+  float lo = 0.0f, hi = 0.0f;
+};
+
+// q = clamp(round_half_even(x · inv) + zero, 0, 255) for p in [from, k): the
+// scalar form of what the vector forms compute with the same operations.
+void quantize_tail(const float* row, Index from, Index k, float inv, float zero, std::uint8_t* dst) {
+  for (Index p = from; p < k; ++p)
+    dst[p] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(row[p] * inv) + zero, 0.0f, 255.0f));
+}
+
+Range range_scalar(const float* row, Index k) {
+  Range r;
+  for (Index p = 0; p < k; ++p) {
+    r.lo = std::min(r.lo, row[p]);
+    r.hi = std::max(r.hi, row[p]);
+  }
+  return r;
+}
+
+#if defined(ZIBERT_X86)
+__attribute__((target("avx512f,avx512bw"))) Range range_avx512(const float* row, Index k) {
+  __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+  Index p = 0;
+  for (; p + 16 <= k; p += 16) {
+    const __m512 v = _mm512_loadu_ps(row + p);
+    lo = _mm512_min_ps(lo, v);
+    hi = _mm512_max_ps(hi, v);
+  }
+  Range r{_mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi)};
+  const Range tail = range_scalar(row + p, k - p);
+  return {std::min(r.lo, tail.lo), std::max(r.hi, tail.hi)};
+}
+
+__attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* row, Index k, float inv, float zero,
+                                                                 std::uint8_t* dst) {
+  const __m512 vinv = _mm512_set1_ps(inv), vzero = _mm512_set1_ps(zero), top = _mm512_set1_ps(255.0f);
+  Index p = 0;
+  for (; p + 16 <= k; p += 16) {
+    __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(row + p), vinv),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vzero), _mm512_setzero_ps()), top);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + p), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+  quantize_tail(row, p, k, inv, zero, dst);
+}
+
+__attribute__((target("avx2,fma"))) Range range_avx2(const float* row, Index k) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  Index p = 0;
+  for (; p + 8 <= k; p += 8) {
+    const __m256 v = _mm256_loadu_ps(row + p);
+    lo = _mm256_min_ps(lo, v);
+    hi = _mm256_max_ps(hi, v);
+  }
+  alignas(32) float l[8], h[8];
+  _mm256_store_ps(l, lo);
+  _mm256_store_ps(h, hi);
+  Range r = range_scalar(row + p, k - p);
+  for (int i = 0; i < 8; ++i) r = {std::min(r.lo, l[i]), std::max(r.hi, h[i])};
+  return r;
+}
+
+__attribute__((target("avx2,fma"))) void quantize_avx2(const float* row, Index k, float inv, float zero,
+                                                       std::uint8_t* dst) {
+  const __m256 vinv = _mm256_set1_ps(inv), vzero = _mm256_set1_ps(zero), top = _mm256_set1_ps(255.0f);
+  Index p = 0;
+  for (; p + 8 <= k; p += 8) {
+    __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(row + p), vinv),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, vzero), _mm256_setzero_ps()), top);
+    const __m256i i32 = _mm256_cvtps_epi32(v);
+    const __m128i i16 = _mm_packs_epi32(_mm256_castsi256_si128(i32), _mm256_extracti128_si256(i32, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + p), _mm_packus_epi16(i16, i16));
+  }
+  quantize_tail(row, p, k, inv, zero, dst);
+}
+#endif
+
+}  // namespace
+
+void quantize_rows(const CRef<float>& x, QuantizedRows& out, Int8Isa isa) {
+  if (!int8_isa_available(isa)) throw Error(std::string("this CPU cannot run the ") + int8_isa_name(isa) + " kernels");
+  const Index m = x.rows(), k = x.cols(), ld = (k + 3) / 4 * 4;
+  out.rows = m;
+  out.cols = k;
+  out.ld = ld;
+  const std::size_t need = static_cast<std::size_t>((m + kPadRows) * ld);
+  if (out.values.size() < need) out.values.resize(need);
+  out.scales.resize(static_cast<std::size_t>(m));
+  out.zeros.resize(static_cast<std::size_t>(m));
+  for (Index i = 0; i < m; ++i) {
+    const float* row = x.data() + i * x.outerStride();
+    std::uint8_t* dst = out.values.data() + i * ld;
+#if defined(ZIBERT_X86)
+    Range r = isa == Int8Isa::avx512_vnni ? range_avx512(row, k) : isa == Int8Isa::avx2 ? range_avx2(row, k)
+                                                                                       : range_scalar(row, k);
+#else
+    Range r = range_scalar(row, k);
+#endif
+    float scale = (r.hi - r.lo) / 255.0f;
+    if (!(scale > 0.0f) || !std::isfinite(scale)) scale = 1.0f, r.lo = 0.0f;
+    const float inv = 1.0f / scale;
+    const float zero = std::clamp(std::nearbyint(-r.lo * inv), 0.0f, 255.0f);
+#if defined(ZIBERT_X86)
+    if (isa == Int8Isa::avx512_vnni) quantize_avx512(row, k, inv, zero, dst);
+    else if (isa == Int8Isa::avx2) quantize_avx2(row, k, inv, zero, dst);
+    else quantize_tail(row, 0, k, inv, zero, dst);
+#else
+    quantize_tail(row, 0, k, inv, zero, dst);
+#endif
+    std::fill(dst + k, dst + ld, std::uint8_t(0));
+    out.scales[i] = scale;
+    out.zeros[i] = static_cast<std::int32_t>(zero);
+  }
+}
+
+void quantize_symmetric(const CRef<float>& w, std::int8_t* values, float* scales) {
+  for (Index j = 0; j < w.rows(); ++j) {
+    const float top = w.row(j).cwiseAbs().maxCoeff();
+    const float scale = top > 0.0f && std::isfinite(top) ? top / 127.0f : 1.0f;
+    for (Index q = 0; q < w.cols(); ++q)
+      values[j * w.cols() + q] =
+          static_cast<std::int8_t>(std::clamp(std::nearbyint(w(j, q) / scale), -127.0f, 127.0f));
+    scales[j] = scale;
+  }
+}
+
+}  // namespace zibert
