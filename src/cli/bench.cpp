@@ -47,7 +47,8 @@ Runner setup_bench(CLI::App& app) {
       "  zibert bench\n"
       "  zibert bench --layers 4 --dim 128 --ffn 512 --heads 4 --batch 32 --seconds 5\n"
       "  zibert bench --data train.tsv --threads 1 --json\n"
-      "  zibert bench --mlm --layers 4 --dim 128 --ffn 512 --batch 64   # pretraining throughput");
+      "  zibert bench --mlm --layers 4 --dim 128 --ffn 512 --batch 64   # pretraining throughput\n"
+      "  zibert bench --int8 --infer-only --layers 4 --dim 128 --ffn 512   # int8 next to float32");
   ModelConfig& s = o->bench.shape;
   app.add_option("--layers", s.layers, "Encoder layers L")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--heads", s.heads, "Attention heads H")->check(CLI::Range(1, 64))->capture_default_str();
@@ -66,9 +67,12 @@ Runner setup_bench(CLI::App& app) {
       ->capture_default_str();
   CLI::Option* train_only = app.add_flag("--train-only", o->train_only, "Measure training only");
   CLI::Option* infer_only = app.add_flag("--infer-only", o->infer_only, "Measure inference only");
-  app.add_flag("--mlm", o->bench.mlm, "Measure masked-LM pretraining (zibert pretrain's steps) instead")
+  CLI::Option* mlm = app.add_flag("--mlm", o->bench.mlm, "Measure masked-LM pretraining (zibert pretrain's steps) instead")
       ->excludes(train_only)
       ->excludes(infer_only);
+  app.add_flag("--int8", o->bench.int8, "Also measure the network quantized to int8, alternating rounds with float32")
+      ->excludes(train_only)
+      ->excludes(mlm);
   add_threads_option(app, o->threads);
   app.add_flag("--json", o->json, "JSON output");
   return [o] { return run_bench_cli(*o); };

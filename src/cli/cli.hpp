@@ -37,5 +37,6 @@ Runner setup_plot(CLI::App& app);
 Runner setup_bench(CLI::App& app);
 Runner setup_embed(CLI::App& app);
 Runner setup_fill_mask(CLI::App& app);
+Runner setup_quantize(CLI::App& app);
 
 }  // namespace zibert::cli

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "zibert/nn/qgemm.hpp"
 
 namespace zibert::cli {
 namespace {
@@ -29,6 +30,10 @@ int run_info(const InfoCli& o) {
     j["windows"] = windows_name(m.window_combine());
     j["windows_recorded"] = m.windows.has_value();
   }
+  if (m.quantization) {
+    j["quantization"] = quantization_metadata(*m.quantization);
+    j["quantization"]["int8_isa"] = int8_isa_name(int8_best_isa());
+  }
   j["training"] = m.training;
   if (o.json) {
     std::string out = j.dump(2) + "\n";
@@ -42,7 +47,16 @@ int run_info(const InfoCli& o) {
               static_cast<long long>(c.ffn), static_cast<long long>(c.max_len));
   if (c.tie_qk || !c.position)
     std::printf("ablation    %s%s\n", c.tie_qk ? "shared Q = K " : "", c.position ? "" : "no position embeddings");
-  std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
+  if (m.quantization) {
+    std::size_t int8 = 0;
+    for (const auto& [name, t] : m.quantization->tensors) int8 += t.values.size();
+    std::printf("parameters  %zu: %zu int8 in %zu matrices (one float32 scale per row), %zu float32\n", params, int8,
+                m.quantization->tensors.size(), params - int8);
+    std::printf("int8        %s; activations quantized per row at inference, products on %s\n",
+                kQuantizationScheme, int8_isa_name(int8_best_isa()));
+  } else {
+    std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
+  }
   std::printf("vocab       %lld tokens (5 special), NFKC%s\n", static_cast<long long>(c.vocab_size),
               m.tokenizer.normalization().lowercase ? ", case-folded" : "");
   if (c.task == Task::classify) {

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   add("fill-mask", "An encoder's guesses for each [MASK] in a text", setup_fill_mask);
   add("eval", "Score a model on labelled data", setup_eval);
   add("info", "Describe a model file", setup_info);
+  add("quantize", "Convert a model to int8 for faster inference", setup_quantize);
   add("synth", "Build a labelled corpus for a phrase from plain sentences", setup_synth);
   add("explain", "Show the attention and occlusion behind one prediction", setup_explain);
   add("plot", "Draw training curves from a train --log file", setup_plot);

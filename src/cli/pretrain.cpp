@@ -119,7 +119,7 @@ int run_pretrain(const PretrainCli& o) {
   if (dev.lines.empty()) throw Error(train.front().name + ": too few lines to hold out a dev set (give --dev-text)");
   opt.run = run_record(c, opt);
   std::optional<Classifier> init;
-  if (!c.init.empty()) init = load_model(c.init);
+  if (!c.init.empty()) init = load_init_model(c.init);
   std::optional<Vocab> vocab;
   if (!c.vocab_from.empty()) vocab = vocab_from(c.vocab_from);
   Progress progress(o.quiet);

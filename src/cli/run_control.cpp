@@ -135,6 +135,14 @@ void save_finished(const std::string& out, const Classifier& model, const TrainO
   progress.message(line);
 }
 
+Classifier load_init_model(const std::string& path) {
+  Classifier model = load_model(path);
+  if (model.quantization)
+    throw Error(path + ": an int8 model (zibert quantize's) cannot be trained further; start --init from the "
+                       "float32 model it was quantized from, and quantize the result again");
+  return model;
+}
+
 std::string absolute_path(const std::string& path) {
   return path.empty() ? path : std::filesystem::absolute(path).lexically_normal().string();
 }

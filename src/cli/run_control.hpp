@@ -47,6 +47,10 @@ void prepare_outputs(const std::string& out, const std::string& checkpoint, Trai
 void save_finished(const std::string& out, const Classifier& model, const TrainOptions& opt, const char* metric,
                    const char* metric_field, double seconds, Progress& progress);
 
+// The model --init starts from; an int8 one (zibert quantize's) is refused:
+// its weights are rounded, and training needs the float32 model.
+Classifier load_init_model(const std::string& path);
+
 // The run's record for checkpoints: a path made absolute (--resume may run
 // from another directory), "" stays "".
 std::string absolute_path(const std::string& path);

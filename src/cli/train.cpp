@@ -103,7 +103,7 @@ int run_train(const TrainCli& o) {
     split_holdout(train, dev, c.holdout, opt.seed);
   opt.run = run_record(c, opt);
   std::optional<Classifier> init;
-  if (!c.init.empty()) init = load_model(c.init);
+  if (!c.init.empty()) init = load_init_model(c.init);
   const bool from_encoder = c.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
   if (from_encoder && !o.lr_given) opt.adam.lr = kFineTuneLr;
   Progress progress(o.quiet);

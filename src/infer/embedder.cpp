@@ -5,7 +5,10 @@
 namespace zibert {
 
 Embedder::Embedder(const Classifier& model, Pool pool)
-    : model_(model), pool_(pool), tables_(embedding_tables(model.net)) {}
+    : model_(model),
+      pool_(pool),
+      tables_(embedding_tables(model.net)),
+      int8_(model.quantization ? std::make_unique<Int8Net>(model) : nullptr) {}
 
 std::vector<float> Embedder::embed_ids(const std::vector<std::vector<std::int32_t>>& texts) {
   const Index c = model_.config.dim;
@@ -17,7 +20,8 @@ std::vector<float> Embedder::embed_ids(const std::vector<std::vector<std::int32_
   std::vector<float> window_vecs(plan.windows.size() * static_cast<std::size_t>(c));  // (windows, C)
   for_each_batch<float>(plan.passes.size(), caches_, [&](std::size_t b, InferenceCache<float>& cache) {
     const Batch& pass = plan.passes[b];
-    const CMatMap<float> hidden = infer_hidden(model_.net, pass, cache, tables_.get());  // (N, C)
+    const CMatMap<float> hidden = infer_hidden(model_.net, pass, cache, tables_.get(),
+                                              int8_ ? *int8_ : float_products<float>());  // (N, C)
     for (std::size_t r = 0; r < plan.members[b].size(); ++r) {
       const std::size_t w = plan.members[b][r];
       const auto rows = static_cast<Index>(plan.windows[w].ids.size());

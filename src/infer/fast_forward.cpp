@@ -14,22 +14,27 @@ namespace {
 // layer of an untied model, on the [CLS] rows only with no keys or values.
 // projected: cache.attn.qkv already holds x's projections (gathered).
 template <class T>
-void layer_infer(const EncoderLayer<T>& layer, const CRef<T>& x, Index batch, Index seq, bool folded, bool projected,
-                 InferenceCache<T>& cache, InferenceLayerCache<T>& lc, Ref<T> y) {
+void layer_infer(const EncoderLayer<T>& layer, const LinearProducts<T>& products, const CRef<T>& x, Index batch,
+                 Index seq, bool folded, bool projected, InferenceCache<T>& cache, InferenceLayerCache<T>& lc,
+                 Ref<T> y) {
   const Index c = x.cols(), f = layer.up.weight.rows, rows = folded ? batch : batch * seq;
+  const SelfAttention<T>& attention = layer.attention;
   MatMap<T> a = lc.attn_out.view(rows, c);  // (rows, C)
-  if (folded)
-    layer.attention.forward_cls_folded(x, batch, seq, cache.key_valid.data(), lc.attn, a);
-  else
-    layer.attention.forward(x, batch, seq, cache.key_valid.data(), lc.attn, a, /*keep_probs=*/false, projected);
+  if (folded) {
+    attention.forward_cls_folded(x, batch, seq, cache.key_valid.data(), lc.attn, a);
+  } else {
+    if (!projected) products.apply(attention.qkv, x, lc.attn.qkv.view(rows, attention.qkv.weight.rows));
+    attention.attend(batch, seq, cache.key_valid.data(), lc.attn, /*keep_probs=*/false);
+    products.apply(attention.output, lc.attn.ctx.view(rows, c), a);
+  }
   // The residual: x's rows, or its [CLS] rows (seq rows apart) when folded.
   using Stride = Eigen::OuterStride<>;
   const Eigen::Map<const MatR<T>, 0, Stride> skip(x.data(), rows, c, Stride(folded ? seq * c : c));
   MatMap<T> hid = lc.hidden.view(rows, c), ff = lc.ff.view(rows, f), out = lc.ff_out.view(rows, c);
   layer.ln1.forward_sum(skip, a, hid);
-  layer.up.forward(hid, ff);
+  products.apply(layer.up, hid, ff);
   gelu_forward<T>(ff, ff);
-  layer.down.forward(ff, out);
+  products.apply(layer.down, ff, out);
   layer.ln2.forward_sum(hid, out, y);
 }
 
@@ -39,7 +44,7 @@ void layer_infer(const EncoderLayer<T>& layer, const CRef<T>& x, Index batch, In
 // computes the [CLS] rows only, folded (untied models).
 template <class T>
 void encode(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache, const EmbeddingTables<T>* tables,
-            bool fold) {
+            const LinearProducts<T>& products, bool fold) {
   const ModelConfig& config = net.config();
   const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config.dim, n_layers = config.layers;
   if (seq > config.max_len) throw Error("batch sequence length exceeds the model's max_len");
@@ -58,28 +63,34 @@ void encode(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache, co
                           cache.layers[0].attn.qkv.view(n, tables->width));
   for (Index l = 0; l < n_layers; ++l) {
     const bool folded = fold && l == n_layers - 1;
-    layer_infer<T>(net.layers()[l], hidden.middleRows(l * n, n), b_size, seq, folded, l == 0 && gathered, cache,
-                   cache.layers[l], hidden.middleRows((l + 1) * n, folded ? b_size : n));
+    layer_infer<T>(net.layers()[l], products, hidden.middleRows(l * n, n), b_size, seq, folded, l == 0 && gathered,
+                   cache, cache.layers[l], hidden.middleRows((l + 1) * n, folded ? b_size : n));
   }
 }
 
 template <class T>
+const LinearProducts<T>& float_products() {
+  static const LinearProducts<T> products;
+  return products;
+}
+
+template <class T>
 CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
-                         const EmbeddingTables<T>* tables) {
+                         const EmbeddingTables<T>* tables, const LinearProducts<T>& products) {
   const ModelConfig& config = net.config();
   const Index b_size = batch.size, seq = batch.seq, n = b_size * seq, c = config.dim, n_layers = config.layers;
   const bool fold = !config.tie_qk;  // forward_cls_folded needs queries and keys apart
-  encode(net, batch, cache, tables, fold);
+  encode(net, batch, cache, tables, products, fold);
 
   // pooled = tanh([CLS] Wpᵀ + bp); probs = softmax(pooled Wcᵀ + bc)
   MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
   const CMatMap<T> last(cache.hidden.data.data() + n_layers * n * c, n, c);
   for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(fold ? b : b * seq);
   MatMap<T> pooled = cache.pooled.view(b_size, c);  // (B, C)
-  net.head().pooler.forward(cls, pooled);
+  products.apply(net.head().pooler, cls, pooled);
   pooled = pooled.array().tanh().matrix();
   MatMap<T> logits = cache.logits.view(b_size, config.labels), probs = cache.probs.view(b_size, config.labels);
-  net.head().classifier.forward(pooled, logits);
+  products.apply(net.head().classifier, pooled, logits);
   probs = logits;
   softmax_rows<T>(probs);
   return CMatMap<T>(probs.data(), b_size, config.labels);
@@ -87,8 +98,8 @@ CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<
 
 template <class T>
 CMatMap<T> infer_hidden(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
-                        const EmbeddingTables<T>* tables) {
-  encode(net, batch, cache, tables, /*fold=*/false);
+                        const EmbeddingTables<T>* tables, const LinearProducts<T>& products) {
+  encode(net, batch, cache, tables, products, /*fold=*/false);
   const Index n = batch.size * batch.seq, c = net.config().dim;
   return CMatMap<T>(cache.hidden.data.data() + net.config().layers * n * c, n, c);
 }
@@ -114,20 +125,24 @@ void for_each_batch(std::size_t n_batches, std::vector<InferenceCache<T>>& cache
 
 template <class T>
 void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std::vector<InferenceCache<T>>& caches,
-                     const std::function<void(std::size_t, const CMatMap<T>&)>& take, const EmbeddingTables<T>* tables) {
+                     const std::function<void(std::size_t, const CMatMap<T>&)>& take, const EmbeddingTables<T>* tables,
+                     const LinearProducts<T>& products) {
   for_each_batch<T>(batches.size(), caches, [&](std::size_t b, InferenceCache<T>& cache) {
-    take(b, infer_forward(net, batches[b], cache, tables));
+    take(b, infer_forward(net, batches[b], cache, tables, products));
   });
 }
 
 #define ZIBERT_INSTANTIATE(T)                                                                                 \
-  template CMatMap<T> infer_forward<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*); \
-  template CMatMap<T> infer_hidden<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*);  \
+  template const LinearProducts<T>& float_products<T>();                                                       \
+  template CMatMap<T> infer_forward<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*, \
+                                       const LinearProducts<T>&);                                                \
+  template CMatMap<T> infer_hidden<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*,  \
+                                      const LinearProducts<T>&);                                                 \
   template void for_each_batch<T>(std::size_t, std::vector<InferenceCache<T>>&,                                      \
                                   const std::function<void(std::size_t, InferenceCache<T>&)>&);                      \
   template void predict_batches<T>(const Bert<T>&, const std::vector<Batch>&, std::vector<InferenceCache<T>>&,       \
                                    const std::function<void(std::size_t, const CMatMap<T>&)>&,                       \
-                                   const EmbeddingTables<T>*);
+                                   const EmbeddingTables<T>*, const LinearProducts<T>&);
 ZIBERT_INSTANTIATE(float)
 ZIBERT_INSTANTIATE(double)
 #undef ZIBERT_INSTANTIATE

@@ -12,6 +12,7 @@ Predictor::Predictor(const Classifier& model, double threshold, bool tables)
     throw Error("this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it with "
                 "zibert train --init, or use it with embed or fill-mask");
   if (tables) tables_ = embedding_tables(model.net);
+  if (model.quantization) int8_ = std::make_unique<Int8Net>(model);
 }
 
 std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_t>>& texts) {
@@ -31,7 +32,7 @@ std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std
   predict_batches<float>(model_.net, plan.passes, caches_, [&](std::size_t b, const CMatMap<float>& probs) {
     for (std::size_t r = 0; r < plan.members[b].size(); ++r)
       for (std::size_t c = 0; c < k; ++c) window_probs[plan.members[b][r] * k + c] = probs(static_cast<Index>(r), c);
-  }, tables_.get());
+  }, tables_.get(), int8_ ? *int8_ : float_products<float>());
   return combine(plan.windows, window_probs, texts.size());
 }
 

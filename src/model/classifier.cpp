@@ -1,6 +1,7 @@
 #include "zibert/model/classifier.hpp"
 
 #include "zibert/base/error.hpp"
+#include "zibert/nn/qgemm.hpp"
 
 namespace zibert {
 
@@ -30,6 +31,17 @@ Windows Classifier::window_combine() const {
 void Classifier::check_windows() const {
   if (windows == Windows::max && !binary())
     throw Error("windows max needs a binary model with a positive label (train --positive)");
+}
+
+Classifier quantize_model(const Classifier& model) {
+  if (model.quantization) throw Error("the model is already quantized (int8)");
+  const ModelConfig& c = model.config;
+  if (std::max(c.dim, c.ffn) > kInt8MaxDepth)
+    throw Error("a model of dim " + std::to_string(c.dim) + " and ffn " + std::to_string(c.ffn) +
+                " is too wide for int8 products (at most " + std::to_string(kInt8MaxDepth) + ")");
+  Classifier out = model;
+  out.quantization = quantize_net(out.net);
+  return out;
 }
 
 }  // namespace zibert

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include "zibert/base/io.hpp"
 #include "zibert/model/safetensors.hpp"
+#include "zibert/nn/qgemm.hpp"
 
 namespace zibert {
 
@@ -23,9 +25,19 @@ std::string encode_with(const Classifier& model, const std::vector<TensorRef>& e
   meta["normalization"] = nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
   meta["training"] = model.training.is_null() ? "{}" : model.training.dump();
   if (model.windows) meta["windows"] = windows_name(*model.windows);
+  if (model.quantization) meta["quantization"] = quantization_metadata(*model.quantization).dump();
   std::vector<TensorRef> tensors;
-  for (const TensorInfo& t : model.net.layout())
-    tensors.push_back({t.name, t.shape, model.net.params().data() + t.offset});
+  for (const TensorInfo& t : model.net.layout()) {
+    const QuantizedTensor* q = nullptr;
+    if (model.quantization)
+      if (auto it = model.quantization->tensors.find(t.name); it != model.quantization->tensors.end()) q = &it->second;
+    if (!q) {
+      tensors.push_back({t.name, t.shape, model.net.params().data() + t.offset});
+      continue;
+    }
+    tensors.push_back({t.name, t.shape, q->values.data(), DType::i8});
+    tensors.push_back({t.name + kScaleSuffix, {q->rows}, q->scales.data()});
+  }
   tensors.insert(tensors.end(), extra.begin(), extra.end());
   return encode_safetensors(meta, tensors);
 }
@@ -52,6 +64,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   std::map<std::string, SafeTensor> extra;
   Checkpoint c{decode_with(file.bytes(), path, &extra), {}, {}, {}};
   auto bad = [&](const std::string& what) { return Error(path + ": not a usable zibert checkpoint: " + what); };
+  if (c.model.quantization) throw bad("it is an int8 model (zibert quantize's), which does not train");
   if (!c.model.training.is_object() || !c.model.training.contains("checkpoint") ||
       !c.model.training["checkpoint"].is_object())
     throw bad("it holds no training state (a model file? train --init starts from a model)");
@@ -89,6 +102,7 @@ struct Header {
   Normalization norm;
   nlohmann::json training;
   std::optional<Windows> windows;
+  std::optional<std::vector<std::string>> quantized;  // the int8 tensors the metadata names
 };
 
 class Reader {
@@ -157,38 +171,100 @@ class Reader {
         throw bad(std::string("metadata \"windows\": ") + e.what());
       }
     }
+    if (file_.metadata.count("quantization")) h.quantized = quantized_names(parse("quantization"));
     return h;
   }
 
-  // Every tensor the config needs must be in the file with its shape before
-  // anything is allocated: a small file cannot make zibert allocate a big model.
-  void check_shapes(const std::vector<TensorInfo>& layout) const {
-    for (const TensorInfo& t : layout) {
-      auto it = file_.tensors.find(t.name);
-      if (it == file_.tensors.end()) throw bad("tensor " + t.name + " is missing");
-      if (it->second.shape != t.shape) {
-        std::string got, want;
-        for (auto d : it->second.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
-        for (auto d : t.shape) want += (want.empty() ? "" : ",") + std::to_string(d);
-        throw bad("tensor " + t.name + " has shape [" + got + "], the config needs [" + want + "]");
-      }
+  // The names in metadata "quantization", which must say zibert's scheme.
+  std::vector<std::string> quantized_names(const nlohmann::json& q) const {
+    const std::string what = "metadata \"quantization\"";
+    if (!q.is_object() || !q.contains("scheme") || !q["scheme"].is_string())
+      throw bad(what + " has no scheme");
+    if (q["scheme"] != kQuantizationScheme)
+      throw bad(what + " has scheme " + q["scheme"].dump() + "; this zibert reads " + kQuantizationScheme);
+    if (!q.contains("tensors") || !q["tensors"].is_array()) throw bad(what + " has no list of tensors");
+    std::vector<std::string> names;
+    for (const auto& n : q["tensors"]) {
+      if (!n.is_string()) throw bad(what + " lists a tensor that is not a name");
+      names.push_back(n.get<std::string>());
     }
+    return names;
+  }
+
+  // Every tensor the config needs must be in the file with its shape and
+  // dtype before anything is allocated: a small file cannot make zibert
+  // allocate a big model. In a quantized model the matrices are I8, each
+  // with its F32 scales, exactly as the metadata lists them.
+  void check_shapes(const std::vector<TensorInfo>& layout, const Header& h) const {
+    std::vector<std::string> matrices;
+    for (const TensorInfo& t : layout) {
+      const bool int8 = h.quantized && is_quantized_tensor(t);
+      if (int8) matrices.push_back(t.name);
+      check_tensor(t.name, t.shape, int8 ? DType::i8 : DType::f32, h);
+      if (int8) check_tensor(t.name + kScaleSuffix, {t.shape[0]}, DType::f32, h);
+    }
+    if (!h.quantized) return;
+    if (std::max(h.config.dim, h.config.ffn) > kInt8MaxDepth)
+      throw bad("an int8 model of dim " + std::to_string(h.config.dim) + " and ffn " + std::to_string(h.config.ffn) +
+                " is too wide for int32 sums (at most " + std::to_string(kInt8MaxDepth) + ")");
+    std::vector<std::string> listed = *h.quantized;
+    std::sort(listed.begin(), listed.end());
+    std::sort(matrices.begin(), matrices.end());
+    if (listed != matrices)
+      throw bad("metadata \"quantization\" lists " + std::to_string(listed.size()) +
+                " tensors, not the model's " + std::to_string(matrices.size()) + " matrices");
+  }
+
+  void check_tensor(const std::string& name, const std::vector<std::int64_t>& shape, DType dtype,
+                    const Header& h) const {
+    auto it = file_.tensors.find(name);
+    if (it == file_.tensors.end()) throw bad("tensor " + name + " is missing");
+    if (it->second.shape != shape) {
+      std::string got, want;
+      for (auto d : it->second.shape) got += (got.empty() ? "" : ",") + std::to_string(d);
+      for (auto d : shape) want += (want.empty() ? "" : ",") + std::to_string(d);
+      throw bad("tensor " + name + " has shape [" + got + "], the config needs [" + want + "]");
+    }
+    if (it->second.dtype != dtype)
+      throw bad("tensor " + name + " is " + dtype_name(it->second.dtype) + " where the model needs " +
+                dtype_name(dtype) +
+                (h.quantized ? "" : " (an int8 tensor in a model whose metadata has no \"quantization\")"));
   }
 
   // The weights, each finite; a tensor the model does not have is an error,
   // unless extra takes the checkpoint's own (zibert.*).
-  void copy_weights(Bert<float>& net, std::map<std::string, SafeTensor>* extra) const {
+  // A quantized model's int8 tensors and their scales (each finite and
+  // positive) go into q, their dequantized values into net.
+  void copy_weights(Bert<float>& net, std::map<std::string, SafeTensor>* extra,
+                    std::optional<Quantization>& q) const {
+    std::set<std::string> known;
     for (const TensorInfo& t : net.layout()) {
+      known.insert(t.name);
+      const SafeTensor& src = file_.tensors.at(t.name);
+      if (src.dtype == DType::i8) {
+        const std::string scale_name = t.name + kScaleSuffix;
+        known.insert(scale_name);
+        QuantizedTensor qt{t.shape[0], t.shape[1], std::vector<std::int8_t>(t.size),
+                           std::vector<float>(static_cast<std::size_t>(t.shape[0]))};
+        src.copy_to(qt.values.data());
+        file_.tensors.at(scale_name).copy_to(qt.scales.data());
+        for (float s : qt.scales)
+          if (!(std::isfinite(s) && s > 0))
+            throw bad("tensor " + scale_name + " holds a scale that is not finite and positive (" +
+                      std::to_string(s) + ")");
+        if (!q) q.emplace();
+        q->tensors.emplace(t.name, std::move(qt));
+        continue;
+      }
       float* dst = net.params().data() + t.offset;
-      file_.tensors.at(t.name).copy_to(dst);
+      src.copy_to(dst);
       for (std::size_t i = 0; i < t.size; ++i)
         if (!std::isfinite(dst[i])) throw bad("tensor " + t.name + " holds a NaN or infinite weight");
     }
-    if (net.layout().size() == file_.tensors.size()) return;
+    if (q) dequantize_into(*q, net);
+    if (known.size() == file_.tensors.size()) return;
     for (const auto& [tname, tensor] : file_.tensors) {
-      bool known = false;
-      for (const TensorInfo& t : net.layout()) known = known || t.name == tname;
-      if (known) continue;
+      if (known.count(tname)) continue;
       if (extra && tname.rfind("zibert.", 0) == 0)
         extra->emplace(tname, tensor);
       else
@@ -205,7 +281,7 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
   const SafeTensors file = decode_safetensors(bytes, name);
   const Reader reader(file, name);
   Header h = reader.header();
-  reader.check_shapes(parameter_layout(h.config));
+  reader.check_shapes(parameter_layout(h.config), h);
   // A loaded model only predicts (training copies it into a fresh network), so
   // it needs no gradient buffer: less memory to allocate and fault in at start-up.
   Classifier model{h.config,  Tokenizer(std::move(h.vocab), h.norm),           h.labels, h.positive,
@@ -215,7 +291,7 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
   } catch (const Error& e) {
     throw reader.bad(std::string("metadata \"windows\": ") + e.what());
   }
-  reader.copy_weights(model.net, extra);
+  reader.copy_weights(model.net, extra, model.quantization);
   return model;
 }
 

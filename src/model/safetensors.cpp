@@ -16,6 +16,9 @@ namespace {
 constexpr std::uint64_t kMaxHeader = 100u << 20;  // 100 MB of JSON is more than any real header
 }
 
+const char* dtype_name(DType t) { return t == DType::i8 ? "I8" : "F32"; }
+std::size_t dtype_size(DType t) { return t == DType::i8 ? 1 : 4; }
+
 std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
                                const std::vector<TensorRef>& tensors) {
   nlohmann::json header = nlohmann::json::object();
@@ -24,8 +27,9 @@ std::string encode_safetensors(const std::map<std::string, std::string>& metadat
   for (const TensorRef& t : tensors) {
     std::uint64_t count = 1;
     for (auto d : t.shape) count *= static_cast<std::uint64_t>(d);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * count}}};
-    offset += 4 * count;
+    const std::uint64_t bytes = dtype_size(t.dtype) * count;
+    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
   }
   std::string json = header.dump();
   while ((8 + json.size()) % 8 != 0) json += ' ';  // align the data to 8 bytes
@@ -37,13 +41,19 @@ std::string encode_safetensors(const std::map<std::string, std::string>& metadat
   for (const TensorRef& t : tensors) {
     std::uint64_t count = 1;
     for (auto d : t.shape) count *= static_cast<std::uint64_t>(d);
-    out.append(reinterpret_cast<const char*>(t.data), 4 * count);
+    out.append(static_cast<const char*>(t.data), dtype_size(t.dtype) * count);
   }
   return out;
 }
 
 void SafeTensor::copy_to(float* out) const {
+  if (dtype != DType::f32) throw Error("an I8 tensor read as F32");
   if (count) std::memcpy(out, bytes, 4 * count);
+}
+
+void SafeTensor::copy_to(std::int8_t* out) const {
+  if (dtype != DType::i8) throw Error("an F32 tensor read as I8");
+  if (count) std::memcpy(out, bytes, count);
 }
 
 std::size_t json_nesting_depth(std::string_view json) {
@@ -100,11 +110,12 @@ SafeTensor tensor_entry(const std::string& key, const nlohmann::json& value, con
   if (!value.is_object()) throw bad(where + " is not an object");
   if (!value.contains("dtype") || !value["dtype"].is_string()) throw bad(where + " has no dtype");
   std::string dtype = value["dtype"].get<std::string>();
-  if (dtype != "F32") throw bad(where + " has dtype " + dtype + "; zibert reads F32 only");
+  if (dtype != "F32" && dtype != "I8") throw bad(where + " has dtype " + dtype + "; zibert reads F32 and I8");
+  SafeTensor t;
+  t.dtype = dtype == "I8" ? DType::i8 : DType::f32;
   if (!value.contains("shape") || !value["shape"].is_array()) throw bad(where + " has no shape");
   if (!value.contains("data_offsets") || !value["data_offsets"].is_array() || value["data_offsets"].size() != 2)
     throw bad(where + " has no [begin, end] data_offsets");
-  SafeTensor t;
   std::uint64_t count = 1;
   for (const auto& d : value["shape"]) {
     if (!d.is_number_unsigned()) throw bad(where + " has a shape entry that is not a non-negative integer");
@@ -122,9 +133,9 @@ SafeTensor tensor_entry(const std::string& key, const nlohmann::json& value, con
   if (end > data_len)
     throw bad(where + " has data_offsets past the end of the file (" + std::to_string(end) + " > " +
               std::to_string(data_len) + ")");
-  if (end - begin != 4 * count)
-    throw bad(where + " has " + std::to_string(end - begin) + " bytes but its shape needs " +
-              std::to_string(4 * count));
+  const std::uint64_t size = dtype_size(t.dtype) * count;
+  if (end - begin != size)
+    throw bad(where + " has " + std::to_string(end - begin) + " bytes but its shape needs " + std::to_string(size));
   t.bytes = data + begin;
   t.count = count;
   return t;

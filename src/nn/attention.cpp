@@ -25,18 +25,27 @@ Linear<T> projection_rows(const Linear<T>& qkv, Index first, Index rows) {
 
 template <class T>
 void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
-                               AttentionCache<T>& cache, Ref<T> y, bool keep_probs, bool projected) const {
-  const Index n = batch * seq, c = x.cols(), d = c / heads;
+                               AttentionCache<T>& cache, Ref<T> y, bool keep_probs) const {
+  const Index n = batch * seq, c = x.cols();
+  qkv.forward(x, cache.qkv.view(n, tied ? 2 * c : 3 * c));  // (B*T, 3C) or (B*T, 2C)
+  attend(batch, seq, key_valid, cache, keep_probs);
+  output.forward(cache.ctx.view(n, c), y);
+}
+
+template <class T>
+void SelfAttention<T>::attend(Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
+                              bool keep_probs) const {
+  const Index n = batch * seq, c = output.weight.rows, d = c / heads;
   const Index width = tied ? 2 * c : 3 * c, k_off = tied ? 0 : c, v_off = tied ? c : 2 * c;
   const T scale = T(1) / std::sqrt(T(d));
-  MatMap<T> qkv_out = cache.qkv.view(n, width);         // (B*T, 3C) or (B*T, 2C)
+  if (cache.qkv.data.size() < static_cast<std::size_t>(n * width)) throw Error("attend: the projections are missing");
+  MatMap<T> qkv_out(cache.qkv.data.data(), n, width);  // (B*T, 3C) or (B*T, 2C)
   // Kept: (B*H*T, T), row (b*H+h)*T+i for query i of head h. Not kept: a
   // (T, T) block per thread, its rows at a stride gemm reads in place.
   const Index blocks = keep_probs ? batch * heads : omp_get_max_threads();
   MatMap<T> probs = cache.probs.view(blocks * seq, keep_probs ? seq : gemm_in_place_ld(seq));
   MatMap<T> ctx = cache.ctx.view(n, c);                 // (B*T, C)
   MatMap<T> sums = cache.row_sums.view(keep_probs ? 0 : blocks, seq);
-  if (!projected) qkv.forward(x, qkv_out);
 
   // Threads only pay off beyond a few thousand multiply-adds per block.
   const bool parallel = batch * heads * seq * seq * d > 65536;
@@ -59,7 +68,6 @@ void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const s
       if (row_sums)
         for (Index i = 0; i < seq; ++i) out.row(i) /= row_sums[i];
     }
-  output.forward(ctx, y);
 }
 
 template <class T>

@@ -318,13 +318,16 @@ __attribute__((target("avx512f,avx512bw"))) Range range_avx512(const float* row,
 
 __attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* row, Index k, float inv, float zero,
                                                                  std::uint8_t* dst) {
-  const __m512 vinv = _mm512_set1_ps(inv), vzero = _mm512_set1_ps(zero), top = _mm512_set1_ps(255.0f);
+  // The rounding is the conversion's own (to nearest, ties to even, as
+  // nearbyint), the clamp in integers: the same values as quantize_tail.
+  const __m512 vinv = _mm512_set1_ps(inv);
+  const __m512i vzero = _mm512_set1_epi32(static_cast<int>(zero)), top = _mm512_set1_epi32(255);
   Index p = 0;
   for (; p + 16 <= k; p += 16) {
-    __m512 v = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(row + p), vinv),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vzero), _mm512_setzero_ps()), top);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + p), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+    __m512i q = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(row + p), vinv),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    q = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, vzero), _mm512_setzero_si512()), top);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + p), _mm512_cvtepi32_epi8(q));
   }
   quantize_tail(row, p, k, inv, zero, dst);
 }

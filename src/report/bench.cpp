@@ -134,38 +134,83 @@ Classifier bench_classifier(const ModelConfig& config, const Bert<float>& net) {
   return Classifier{config, Tokenizer(Vocab(std::move(chars)), Normalization{}), labels, "", {}, net, std::nullopt};
 }
 
-// Inference as classify runs it: the Predictor over every text, timed in
-// whole passes (at least one, then until `seconds` have passed), so a phase
-// never stops partway through the length-sorted batches. A short untimed
-// pass over the first texts warms up the threads and caches.
-BenchPhase infer_phase(const BenchOptions& o, const ModelConfig& config, const Bert<float>& net,
-                       const SequenceSet& d) {
-  const Classifier model = bench_classifier(config, net);
-  Predictor predictor(model);
-  std::vector<std::vector<std::int32_t>> texts;  // without [CLS] and [SEP]
-  for (const std::vector<std::int32_t>& s : d.seqs) texts.emplace_back(s.begin() + 1, s.end() - 1);
-  const std::vector<std::vector<std::int32_t>> warm(texts.begin(), texts.begin() + std::min<std::size_t>(texts.size(), 64));
-  predictor.predict_ids(warm);
-  BenchPhase phase;
+// The texts as the Predictor takes them (without [CLS] and [SEP]), and what
+// one pass over them computes.
+struct InferWork {
+  std::vector<std::vector<std::int32_t>> texts;
   std::int64_t tokens = 0;
   double flops = 0;
+};
+
+InferWork infer_work(const ModelConfig& config, const SequenceSet& d, bool tabulated) {
+  InferWork w;
+  for (const std::vector<std::int32_t>& s : d.seqs) w.texts.emplace_back(s.begin() + 1, s.end() - 1);
   for (std::int64_t len : d.lengths) {
-    tokens += len;
-    flops += forward_flops(config, len, LastLayer::cls_folded, predictor.tabulated());
+    w.tokens += len;
+    w.flops += forward_flops(config, len, LastLayer::cls_folded, tabulated);
   }
+  return w;
+}
+
+// A short untimed pass over the first texts: threads, caches, tables.
+void warm_up(Predictor& predictor, const InferWork& w) {
+  const std::vector<std::vector<std::int32_t>> warm(w.texts.begin(),
+                                                    w.texts.begin() + std::min<std::size_t>(w.texts.size(), 64));
+  predictor.predict_ids(warm);
+}
+
+// Whole passes of the Predictor over every text (at least one, then until
+// `seconds` have passed), so a phase never stops partway through the
+// length-sorted batches.
+BenchPhase infer_round(Predictor& predictor, const InferWork& w, double seconds) {
+  BenchPhase phase;
   reset_peak_rss();
   const Clock::time_point start = Clock::now();
-  while (phase.steps < 1 || since(start) < o.seconds) {
-    predictor.predict_ids(texts);
+  while (phase.steps < 1 || since(start) < seconds) {
+    predictor.predict_ids(w.texts);
     ++phase.steps;
-    phase.examples += static_cast<std::int64_t>(texts.size());
-    phase.tokens += tokens;
+    phase.examples += static_cast<std::int64_t>(w.texts.size());
+    phase.tokens += w.tokens;
     phase.padded_tokens += predictor.padded_tokens();
-    phase.flops += flops;
+    phase.flops += w.flops;
   }
   phase.seconds = since(start);
   phase.peak_rss_mb = peak_rss_mb();
   return phase;
+}
+
+// Inference as classify runs it: the Predictor over every text.
+BenchPhase infer_phase(const BenchOptions& o, const ModelConfig& config, const Bert<float>& net,
+                       const SequenceSet& d) {
+  const Classifier model = bench_classifier(config, net);
+  Predictor predictor(model);
+  const InferWork w = infer_work(config, d, predictor.tabulated());
+  warm_up(predictor, w);
+  return infer_round(predictor, w, o.seconds);
+}
+
+double per_second(const BenchPhase& p) { return p.seconds > 0 ? double(p.examples) / p.seconds : 0; }
+
+// The float32 and the int8 Predictor of the same network, in alternating
+// rounds (this machine is shared and noisy); each phase is its median round.
+void infer_int8_phases(const BenchOptions& o, const ModelConfig& config, const Bert<float>& net,
+                       const SequenceSet& d, BenchResult& r) {
+  const Classifier model = bench_classifier(config, net), quantized = quantize_model(model);
+  Predictor fp32(model), int8(quantized);
+  const InferWork w = infer_work(config, d, fp32.tabulated());
+  warm_up(fp32, w);
+  warm_up(int8, w);
+  std::vector<BenchPhase> rounds[2];
+  for (int round = 0; round < kInt8Rounds; ++round) {
+    rounds[0].push_back(infer_round(fp32, w, o.seconds / kInt8Rounds));
+    rounds[1].push_back(infer_round(int8, w, o.seconds / kInt8Rounds));
+  }
+  for (auto& phases : rounds)
+    std::sort(phases.begin(), phases.end(),
+              [](const BenchPhase& a, const BenchPhase& b) { return per_second(a) < per_second(b); });
+  r.infer = rounds[0][kInt8Rounds / 2];
+  r.infer_int8 = rounds[1][kInt8Rounds / 2];
+  r.int8_isa = int8_isa_name(int8.int8_isa());
 }
 
 std::string fixed(double v, int decimals) {
@@ -267,7 +312,8 @@ BenchResult run_bench(const BenchOptions& o) {
     net.init_weights(o.seed);
     r.parameters = net.params().size();
     if (o.train) r.train = train_phase(o, r.config, net, d);
-    if (o.infer) r.infer = infer_phase(o, r.config, net, d);
+    if (o.infer && o.int8) infer_int8_phases(o, r.config, net, d, r);
+    else if (o.infer) r.infer = infer_phase(o, r.config, net, d);
   }
   // The ceiling is the faster of the two products this build has.
   const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
@@ -308,6 +354,12 @@ nlohmann::ordered_json bench_json(const BenchResult& r) {
   } else {
     if (r.options.train) j["train"] = phase_json(r.train, r.ceiling_gflops);
     if (r.options.infer) j["inference"] = phase_json(r.infer, r.ceiling_gflops);
+    if (r.options.infer && r.options.int8) {
+      j["inference_int8"] = phase_json(r.infer_int8, r.ceiling_gflops);
+      j["inference_int8"]["isa"] = r.int8_isa;
+      j["int8_speedup"] = per_second(r.infer) > 0 ? per_second(r.infer_int8) / per_second(r.infer) : 0;
+      j["rounds"] = kInt8Rounds;
+    }
   }
   j["ceiling"] = {{"gflops", r.ceiling_gflops},
                   {"product", std::to_string(r.options.ceiling_size) + "x" + std::to_string(r.options.ceiling_size) +
@@ -340,6 +392,7 @@ std::string bench_table(const BenchResult& r) {
   } else {
     if (r.options.train) row("training", j["train"]);
     if (r.options.infer) row("inference", j["inference"]);
+    if (r.options.infer && r.options.int8) row("int8", j["inference_int8"]);
   }
   out << "ceiling    " << fixed(r.ceiling_gflops, 1) << " GFLOP/s: " << j["ceiling"]["product"].get<std::string>()
       << " matrix product, same threads (";
@@ -350,6 +403,10 @@ std::string bench_table(const BenchResult& r) {
          "first layer's Q/K/V rows come from tables of the embeddings). Inference times whole passes of the\n"
          "Predictor over every text, as classify runs it; training cycles through train's seeded random\n"
          "batch order\n";
+  if (r.options.int8)
+    out << "int8: the same network quantized (zibert quantize), products on " << r.int8_isa << "; "
+        << fixed(j["int8_speedup"].get<double>(), 2) << "x float32 inference. Both are the median of " << kInt8Rounds
+        << "\nalternating rounds; GFLOP/s counts int8 multiply-adds as FLOPs, against the float32 ceiling\n";
   if (r.options.mlm)
     out << "pretrain: masked-LM steps as zibert pretrain takes them (texts packed into max-len sequences, 15%\n"
            "of the characters chosen afresh each step); every row of every layer, the head on the chosen rows\n";

@@ -1,10 +1,12 @@
 // libFuzzer target: a whole model file (container, metadata, config,
-// vocabulary, tensor names and shapes, weights) on arbitrary bytes.
+// vocabulary, tensor names and shapes, dtypes, weights and int8 scales) on
+// arbitrary bytes.
 #include <cstdint>
 #include <string_view>
 
 #include "zibert/base/error.hpp"
 #include "zibert/infer/fast_forward.hpp"
+#include "zibert/infer/int8_net.hpp"
 #include "zibert/model/model_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -19,7 +21,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       batch.ids.insert(batch.ids.end(), ids.begin(), ids.end());
       batch.ids.push_back(zibert::kSep);
       zibert::InferenceCache<float> cache;
-      zibert::infer_forward(model.net, batch, cache);
+      if (model.quantization) {  // an int8 model runs by its int8 products
+        const zibert::Int8Net int8(model);
+        if (model.config.task == zibert::Task::classify)
+          zibert::infer_forward<float>(model.net, batch, cache, nullptr, int8);
+        else
+          zibert::infer_hidden<float>(model.net, batch, cache, nullptr, int8);
+      } else if (model.config.task == zibert::Task::classify) {
+        zibert::infer_forward(model.net, batch, cache);
+      } else {
+        zibert::infer_hidden(model.net, batch, cache);
+      }
     }
   } catch (const zibert::Error&) {
   }

@@ -12,9 +12,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     zibert::SafeTensors st = zibert::decode_safetensors(bytes, "fuzz");
     for (const auto& [name, t] : st.tensors) {
       // Every tensor the reader accepts lies inside the input: copy it out.
-      if (t.bytes < bytes.data() || t.bytes + t.count * 4 > bytes.data() + bytes.size()) __builtin_trap();
-      std::vector<float> out(t.count);
-      t.copy_to(out.data());
+      const std::size_t size = t.count * zibert::dtype_size(t.dtype);
+      if (t.bytes < bytes.data() || t.bytes + size > bytes.data() + bytes.size()) __builtin_trap();
+      if (t.dtype == zibert::DType::i8) {
+        std::vector<std::int8_t> out(t.count);
+        t.copy_to(out.data());
+      } else {
+        std::vector<float> out(t.count);
+        t.copy_to(out.data());
+      }
     }
   } catch (const zibert::Error&) {
   }

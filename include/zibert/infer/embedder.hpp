@@ -8,6 +8,7 @@
 
 #include "zibert/infer/embedding_tables.hpp"
 #include "zibert/infer/fast_forward.hpp"
+#include "zibert/infer/int8_net.hpp"
 #include "zibert/model/classifier.hpp"
 
 namespace zibert {
@@ -20,6 +21,7 @@ enum class Pool { mean, cls };
 // The model's weights must not change while an Embedder uses it.
 class Embedder {
  public:
+  // A quantized model embeds by its int8 twins (Int8Net).
   Embedder(const Classifier& model, Pool pool);
   // texts: ids without [CLS]/[SEP] (Tokenizer::encode). A text longer than
   // the window gets its windows' vectors averaged, each weighted by its rows
@@ -31,6 +33,7 @@ class Embedder {
   const Classifier& model_;
   Pool pool_;
   std::unique_ptr<EmbeddingTables<float>> tables_;
+  std::unique_ptr<Int8Net> int8_;  // a quantized model's products
   std::vector<InferenceCache<float>> caches_;  // one per thread
 };
 

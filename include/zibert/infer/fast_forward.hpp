@@ -10,6 +10,11 @@
 //  - applies GELU in place.
 // Its probabilities equal the training pass's up to rounding, and a
 // sequence's do not depend on which others share its batch.
+//
+// Its Linear products go through a LinearProducts: the float weights
+// (float_products), or a quantized model's int8 twins (infer/int8_net.hpp).
+// Attention's q·k and p·v, the [CLS]-folded last layer and the first
+// layer's tables stay float either way.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -46,6 +51,16 @@ struct InferenceCache {
   Buffer<T> probs;     // (B, K)
 };
 
+// How an inference pass multiplies a Linear's input by its weight.
+template <class T>
+struct LinearProducts {
+  virtual ~LinearProducts() = default;
+  // y (N, out) = x (N, in) Wᵀ + b, by the float weights.
+  virtual void apply(const Linear<T>& lin, const CRef<T>& x, Ref<T> y) const { lin.forward(x, y); }
+};
+template <class T>
+const LinearProducts<T>& float_products();
+
 // Token rows per inference pass that keep one step's activations in a core's
 // L2 cache: the predictor cuts its batches to about this many.
 inline constexpr Index kPredictRows = 512;
@@ -55,13 +70,15 @@ inline constexpr Index kPredictRows = 512;
 // multiply out the first layer's projections.
 template <class T>
 CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
-                         const EmbeddingTables<T>* tables = nullptr);
+                         const EmbeddingTables<T>* tables = nullptr,
+                         const LinearProducts<T>& products = float_products<T>());
 
 // Every token's last-layer state (N, C) of an unlabelled batch, nothing
 // folded (embed's input). Rows of [PAD] are computed but mean nothing.
 template <class T>
 CMatMap<T> infer_hidden(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache,
-                        const EmbeddingTables<T>* tables = nullptr);
+                        const EmbeddingTables<T>* tables = nullptr,
+                        const LinearProducts<T>& products = float_products<T>());
 
 // Runs run(b, cache) for b in [0, n_batches), spread over the threads, each
 // thread with a cache of its own; the first exception is rethrown.
@@ -76,6 +93,7 @@ void for_each_batch(std::size_t n_batches, std::vector<InferenceCache<T>>& cache
 template <class T>
 void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std::vector<InferenceCache<T>>& caches,
                      const std::function<void(std::size_t, const CMatMap<T>&)>& take,
-                     const EmbeddingTables<T>* tables = nullptr);
+                     const EmbeddingTables<T>* tables = nullptr,
+                     const LinearProducts<T>& products = float_products<T>());
 
 }  // namespace zibert

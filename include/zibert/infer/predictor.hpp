@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zibert/infer/fast_forward.hpp"
+#include "zibert/infer/int8_net.hpp"
 #include "zibert/infer/window_plan.hpp"
 #include "zibert/model/classifier.hpp"
 
@@ -27,6 +28,8 @@ class Predictor {
   // filled as tokens first appear (unless the model's would exceed
   // kMaxTableBytes); false multiplies them out. The two agree up to
   // rounding; either way a text's prediction does not depend on the others.
+  // A quantized model (model.quantization) predicts by its int8 twins
+  // (Int8Net) on the fastest path this CPU has.
   explicit Predictor(const Classifier& model, double threshold = 0.5, bool tables = true);
   // texts are normalised characters (see normalize()).
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
@@ -34,6 +37,8 @@ class Predictor {
   std::vector<Prediction> predict_ids(const std::vector<std::vector<std::int32_t>>& texts);
   bool binary() const { return model_.binary(); }
   bool tabulated() const { return tables_ != nullptr; }
+  bool int8() const { return int8_ != nullptr; }
+  Int8Isa int8_isa() const { return int8_ ? int8_->isa() : Int8Isa::scalar; }
   // Token rows the last predict computed, padding included.
   std::int64_t padded_tokens() const { return padded_tokens_; }
 
@@ -45,6 +50,7 @@ class Predictor {
   double threshold_;
   std::int32_t positive_;
   std::unique_ptr<EmbeddingTables<float>> tables_;
+  std::unique_ptr<Int8Net> int8_;              // a quantized model's products
   std::vector<InferenceCache<float>> caches_;  // one per thread
   std::int64_t padded_tokens_ = 0;
 };

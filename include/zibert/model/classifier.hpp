@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "zibert/model/bert.hpp"
+#include "zibert/model/quantization.hpp"
 #include "zibert/text/tokenizer.hpp"
 
 namespace zibert {
@@ -29,6 +30,8 @@ struct Classifier {
   // Recorded by train --windows; a model without it combines as zibert did
   // before: max for a binary model with a positive label, else mean.
   std::optional<Windows> windows;
+  // zibert quantize's int8 matrices; net then holds their dequantized values.
+  std::optional<Quantization> quantization;
 
   Windows window_combine() const;
   // Throws unless the recorded windows suit the labels (max needs binary()).
@@ -38,5 +41,11 @@ struct Classifier {
   // Two labels, one of them positive: a detector, whose windows may combine by max.
   bool binary() const { return positive_id() >= 0 && labels.size() == 2; }
 };
+
+// The model with its matrices quantized to int8 (zibert quantize): the same
+// metadata, model.quantization set and the network's matrices dequantized.
+// Throws when it already is, or when a product would be too deep for int32
+// sums (kInt8MaxDepth).
+Classifier quantize_model(const Classifier& model);
 
 }  // namespace zibert

@@ -9,12 +9,20 @@
 
 namespace zibert {
 
+// The element types zibert reads and writes: float32 weights, and int8
+// ones of a quantized model (zibert quantize).
+enum class DType { f32, i8 };
+const char* dtype_name(DType t);  // "F32", "I8": safetensors' names
+std::size_t dtype_size(DType t);  // bytes per element
+
 // A tensor inside the decoded bytes: no copy is made until copy_to().
 struct SafeTensor {
   std::vector<std::int64_t> shape;
-  const char* bytes = nullptr;  // F32, little-endian, row-major; points into the decoded buffer
+  DType dtype = DType::f32;
+  const char* bytes = nullptr;  // little-endian, row-major; points into the decoded buffer
   std::size_t count = 0;        // elements
-  void copy_to(float* out) const;
+  void copy_to(float* out) const;        // throws Error unless F32
+  void copy_to(std::int8_t* out) const;  // throws Error unless I8
 };
 
 struct SafeTensors {
@@ -27,14 +35,15 @@ struct SafeTensors {
 struct TensorRef {
   std::string name;
   std::vector<std::int64_t> shape;
-  const float* data;
+  const void* data;  // count elements of dtype
+  DType dtype = DType::f32;
 };
 std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
                                const std::vector<TensorRef>& tensors);
 
 // Parses bytes (name is used in error messages); the result points into bytes,
 // which must outlive it. Checks the header length
-// against the file, the JSON, dtypes (F32 only), shapes, and that offsets lie
+// against the file, the JSON, dtypes (F32 and I8), shapes, and that offsets lie
 // inside the data and do not overlap.
 SafeTensors decode_safetensors(std::string_view bytes, const std::string& name);
 

@@ -38,15 +38,20 @@ struct SelfAttention {
   Index heads = 1;
   bool tied = false;
 
-  // x (B*T, C) → y (B*T, C). key_valid (B*T): 0 marks a [PAD] key that gets
-  // zero weight. Fills cache.qkv, cache.probs, cache.ctx. Without keep_probs
+  // x (B*T, C) → y (B*T, C): the projections, attend, the output projection.
+  // key_valid (B*T): 0 marks a [PAD] key that gets zero weight. Fills
+  // cache.qkv, cache.probs, cache.ctx; see attend for keep_probs.
+  void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
+               Ref<T> y, bool keep_probs = true) const;
+  // The heads between the projections: cache.qkv (B*T, 3C or 2C) → cache.ctx
+  // (B*T, C), concat_h(softmax(q_h k_hᵀ/√D + mask) v_h). Without keep_probs
   // (inference) cache.probs holds one (T, T) block per thread, reused for
   // every (sequence, head), so it stays in L1, its rows unnormalised (each
   // query's values are divided by its sum after the product, equal to
-  // rounding); backward then cannot run. projected: cache.qkv already holds
-  // x's (B*T, 3C) projections (gathered from EmbeddingTables).
-  void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
-               Ref<T> y, bool keep_probs = true, bool projected = false) const;
+  // rounding); backward then cannot run. The inference pass calls it between
+  // products of its own (float, or int8).
+  void attend(Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
+              bool keep_probs) const;
   // Differentiates y = concat_h(softmax(q_h k_hᵀ/√D + mask) v_h) Woᵀ + bo and
   // q|k|v = x Wqkvᵀ + bqkv. Writes dx; accumulates parameter gradients.
   void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,

@@ -25,8 +25,12 @@ struct BenchOptions {
   std::int64_t ceiling_size = 2048;  // n of the n×n×n ceiling product
   bool train = true, infer = true;
   bool mlm = false;                // measure masked-LM pretraining instead (zibert pretrain's steps)
+  bool int8 = false;               // inference also quantized (zibert quantize), in alternating rounds
   int threads = 1;                 // for the report; the caller sets OpenMP/Eigen
 };
+
+// Rounds of float32 and int8 inference that bench --int8 alternates.
+inline constexpr int kInt8Rounds = 5;
 
 struct BenchPhase {
   double seconds = 0;
@@ -44,6 +48,8 @@ struct BenchResult {
   std::string data_desc;
   double mean_tokens = 0;          // per example, with [CLS]/[SEP]
   BenchPhase train, infer, mlm;
+  BenchPhase infer_int8;           // with options.int8: the quantized network's inference
+  std::string int8_isa;            // the int8 kernels it ran on
   double ceiling_gflops = 0;       // the faster of the two below
   double ceiling_gemm_gflops = 0;  // zibert's gemm (0 when it falls back to Eigen)
   double ceiling_eigen_gflops = 0;

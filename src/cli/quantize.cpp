@@ -1,0 +1,55 @@
+// zibert quantize: a model's matrices to int8, for faster inference and a
+// smaller file (model/quantization.hpp, infer/int8_net.hpp).
+#include <cstdio>
+#include <filesystem>
+
+#include "cli.hpp"
+#include "zibert/base/io.hpp"
+#include "zibert/nn/qgemm.hpp"
+
+namespace zibert::cli {
+namespace {
+
+struct QuantizeCli {
+  std::string model, out;
+  bool quiet = false;
+};
+
+int run_quantize(const QuantizeCli& o) {
+  const std::string path = resolve_model_path(o.model);
+  if (std::filesystem::exists(o.out) && std::filesystem::equivalent(path, o.out))
+    throw Error(o.out + ": --out would overwrite the model being quantized; give it a path of its own");
+  check_output_path(o.out);
+  const Classifier model = load_model(path);
+  if (model.quantization)
+    throw Error(path + ": this model is already int8 (zibert quantize's); quantize the float32 model it came from");
+  const Classifier q = quantize_model(model);
+  save_model(o.out, q);
+  if (!o.quiet) {
+    const auto before = std::filesystem::file_size(path), after = std::filesystem::file_size(o.out);
+    std::fprintf(stderr, "saved %s: %zu matrices int8, %.2f MB (%.0f %% of %s's %.2f MB); int8 products on %s\n",
+                 o.out.c_str(), q.quantization->tensors.size(), double(after) / 1e6, 100.0 * double(after) / double(before),
+                 path.c_str(), double(before) / 1e6, int8_isa_name(int8_best_isa()));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_quantize(CLI::App& app) {
+  auto o = std::make_shared<QuantizeCli>();
+  app.footer(
+      "Quantize a model to int8: the embeddings and every Linear's weight become int8 with one float32 scale\n"
+      "per row; biases and LayerNorms stay float32. Inference then quantizes each layer's input per row and\n"
+      "multiplies in int32 (AVX-512 VNNI or AVX2, chosen from the CPU at run time). classify, eval, embed,\n"
+      "explain, info and bench take the int8 file as they take the float32 one; train --init does not.\n\n"
+      "Example:\n"
+      "  zibert quantize -m model.safetensors --out model.int8.safetensors\n"
+      "  zibert classify -m model.int8.safetensors notes.txt");
+  add_model_option(app, o->model);
+  app.add_option("--out", o->out, "Where to write the int8 model")->required();
+  app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");
+  return [o] { return run_quantize(*o); };
+}
+
+}  // namespace zibert::cli
