@@ -7,7 +7,12 @@ With --mlm both sides measure masked-LM pretraining (zibert bench --mlm,
 torch_bench.py --mlm: BertForMaskedLM's head, packed sequences, fresh masks)
 in place of classifier training and inference.
 
-usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5] [--mlm]
+With --int8 both sides measure inference only, float32 and int8: zibert
+bench --int8 (the network quantized as zibert quantize does) against
+torch.quantization.quantize_dynamic on the Linear layers, on the faster of
+the quantized engines Debian's PyTorch offers (onednn, qnnpack).
+
+usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5] [--mlm | --int8]
                                 [--rounds 3] [--texts 4096] [--shape NAME] [--json] [--zibert BIN]
 """
 import argparse
@@ -42,15 +47,17 @@ def shape_flags(shape):
 
 def run_zibert(args, data, shape):
     cmd = [args.zibert, "bench", "--data", data, "--json", "--threads", str(args.threads), "--batch", str(args.batch),
-           "--seconds", str(args.seconds)] + shape_flags(shape) + (["--mlm"] if args.mlm else [])
+           "--seconds", str(args.seconds)] + shape_flags(shape) + (["--mlm"] if args.mlm else []) + \
+        (["--int8", "--infer-only"] if args.int8 else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
 def run_torch(args, data, shape):
-    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads),
+               GLOG_minloglevel="2")  # qnnpack warns once per Linear call
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "torch_bench.py"), "--data", data, "--threads",
            str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(shape) + \
-        (["--mlm"] if args.mlm else [])
+        (["--mlm"] if args.mlm else []) + (["--int8"] if args.int8 else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
 
 
@@ -70,8 +77,11 @@ def main():
                     help="run only this shape (repeatable; default: all)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--mlm", action="store_true", help="masked-LM pretraining instead of training and inference")
+    ap.add_argument("--int8", action="store_true", help="float32 and int8 inference instead")
     args = ap.parse_args()
-    phases = ("pretrain",) if args.mlm else ("train", "inference")
+    if args.mlm and args.int8:
+        ap.error("--mlm and --int8 exclude each other")
+    phases = ("pretrain",) if args.mlm else ("inference", "inference_int8") if args.int8 else ("train", "inference")
     shapes = [(name, shape) for name, shape in SHAPES if not args.shape or name in args.shape]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,7 +94,9 @@ def main():
                 z.append(run_zibert(args, data, shape))
                 t.append(run_torch(args, data, shape))
             row = dict(shape=name, **shape, max_len=MAX_LEN, batch=args.batch, threads=args.threads,
-                       torch=t[0]["torch"], ceiling_gflops=statistics.median(x["ceiling"]["gflops"] for x in z),
+                       torch=t[0]["torch"], torch_int8_engine=t[0].get("int8_engine", ""),
+                       zibert_int8_speedup=statistics.median(x.get("int8_speedup", 0) for x in z),
+                       ceiling_gflops=statistics.median(x["ceiling"]["gflops"] for x in z),
                        ceiling_gemm_gflops=statistics.median(x["ceiling"]["gemm_gflops"] for x in z),
                        ceiling_eigen_gflops=statistics.median(x["ceiling"]["eigen_gflops"] for x in z))
             for phase in phases:
@@ -100,16 +112,20 @@ def main():
         print(json.dumps(results, indent=2))
         return
     print(f"{args.texts} generated texts of 8-126 characters, batch {args.batch}, {args.threads} threads, "
-          f"median of {args.rounds} rounds of {args.seconds:g} s per phase; PyTorch {results[0]['torch']}")
+          f"median of {args.rounds} rounds of {args.seconds:g} s per phase; PyTorch {results[0]['torch']}" +
+          (f", int8 engine {results[0]['torch_int8_engine']}" if args.int8 else ""))
     print(f"{'shape':<28} {'phase':<10} {'zibert ex/s':>11} {'PyTorch ex/s':>12} {'ratio':>6} "
           f"{'zibert GFLOP/s':>14} {'of ceiling':>10} {'PyTorch GFLOP/s':>15}")
     for row in results:
         label = f"{row['shape']} L{row['layers']} H{row['heads']} C{row['dim']} F{row['ffn']}"
         for phase in phases:
             p = row[phase]
-            print(f"{label:<28} {phase:<10} {p['zibert_examples_per_s']:>11.0f} {p['torch_examples_per_s']:>12.0f} "
+            print(f"{label:<28} {phase.replace('inference_int8', 'int8'):<10} {p['zibert_examples_per_s']:>11.0f} {p['torch_examples_per_s']:>12.0f} "
                   f"{p['ratio']:>5.1f}x {p['zibert_gflops']:>14.1f} {100 * p['zibert_ceiling_fraction']:>9.1f}% "
                   f"{p['torch_gflops']:>15.1f}")
+        if args.int8:
+            print(f"{'':<28} int8/float32: zibert {row['zibert_int8_speedup']:.2f}x (median of its rounds), PyTorch "
+                  f"{row['inference_int8']['torch_examples_per_s'] / row['inference']['torch_examples_per_s']:.2f}x")
         print(f"{'':<28} ceiling    {row['ceiling_gflops']:.1f} GFLOP/s (2048^3 float32, same threads; "
               f"zibert's gemm {row['ceiling_gemm_gflops']:.1f}, Eigen {row['ceiling_eigen_gflops']:.1f})")
 

@@ -13,8 +13,13 @@ them, 15 % of the characters chosen afresh each step (80/10/10), and the
 head's (V, C) product on the chosen rows only, as zibert computes it (Hugging
 Face's BertForMaskedLM computes it for every row, which is slower).
 
+With --int8 it measures inference only: the float32 model, then the same
+model through torch.quantization.quantize_dynamic (every Linear int8,
+activations quantized per batch at run time) on each quantized engine this
+build offers (Debian's: onednn and qnnpack); the faster engine is reported.
+
 usage: scripts/torch_bench.py --data F.tsv --threads N --batch B --seconds S
-                              --layers L --heads H --dim C --ffn F --max-len T [--mlm]
+                              --layers L --heads H --dim C --ffn F --max-len T [--mlm | --int8]
 """
 import argparse
 import json
@@ -231,6 +236,7 @@ def main():
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--mlm", action="store_true", help="measure masked-LM pretraining instead")
+    ap.add_argument("--int8", action="store_true", help="measure float32 and dynamic-int8 inference only")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -255,12 +261,38 @@ def main():
         with torch.inference_mode():
             torch.softmax(model(ids), dim=-1)
 
+    if a.int8:
+        print(json.dumps(int8_main(a, model, seqs, lengths, n_labels, params, vocab)))
+        return
     model.train()
     train = run_phase(plan(lengths, a.batch, a.seed), seqs, train_step, a.seconds, 3.0, a, n_labels)
     model.eval()
     infer = run_phase(plan(lengths, a.batch, None), seqs, infer_step, a.seconds, 1.0, a, n_labels)
     print(json.dumps(dict(torch=torch.__version__, threads=torch.get_num_threads(), parameters=params,
                           vocab_size=vocab, train=train, inference=infer)))
+
+
+def int8_main(a, model, seqs, lengths, n_labels, params, vocab):
+    """Float32 inference, then quantize_dynamic's on every quantized engine."""
+    import copy
+    model.eval()
+    batches = plan(lengths, a.batch, None)
+
+    def infer_with(m):
+        def step(ids, y):
+            with torch.inference_mode():
+                torch.softmax(m(ids), dim=-1)
+        return run_phase(batches, seqs, step, a.seconds, 1.0, a, n_labels)
+
+    out = dict(torch=torch.__version__, threads=torch.get_num_threads(), parameters=params, vocab_size=vocab,
+               inference=infer_with(model), engines={})
+    for engine in [e for e in ("onednn", "fbgemm", "qnnpack") if e in torch.backends.quantized.supported_engines]:
+        torch.backends.quantized.engine = engine
+        q = torch.quantization.quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear}, dtype=torch.qint8)
+        out["engines"][engine] = infer_with(q)
+    best = max(out["engines"], key=lambda e: out["engines"][e]["examples_per_s"])
+    out["inference_int8"], out["int8_engine"] = out["engines"][best], best
+    return out
 
 
 def mlm_main(a, seqs, vocab):

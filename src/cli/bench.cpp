@@ -26,6 +26,7 @@ int run_bench_cli(BenchCli o) {
     opt.max_chars = hi;
   }
   if (o.train_only && o.infer_only) throw Error("--train-only and --infer-only exclude each other");
+  if (!o.bench.model.empty() && !o.infer_only) throw Error("bench -m measures a model's inference: add --infer-only");
   opt.train = !o.infer_only;
   opt.infer = !o.train_only;
   BenchResult r = run_bench(opt);
@@ -48,7 +49,8 @@ Runner setup_bench(CLI::App& app) {
       "  zibert bench --layers 4 --dim 128 --ffn 512 --heads 4 --batch 32 --seconds 5\n"
       "  zibert bench --data train.tsv --threads 1 --json\n"
       "  zibert bench --mlm --layers 4 --dim 128 --ffn 512 --batch 64   # pretraining throughput\n"
-      "  zibert bench --int8 --infer-only --layers 4 --dim 128 --ffn 512   # int8 next to float32");
+      "  zibert bench --int8 --infer-only --layers 4 --dim 128 --ffn 512   # int8 next to float32\n"
+      "  zibert bench -m model.int8.safetensors --infer-only --data test.tsv   # a model file's inference");
   ModelConfig& s = o->bench.shape;
   app.add_option("--layers", s.layers, "Encoder layers L")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--heads", s.heads, "Attention heads H")->check(CLI::Range(1, 64))->capture_default_str();
@@ -61,6 +63,8 @@ Runner setup_bench(CLI::App& app) {
   app.add_option("--lengths", o->lengths, "Generated text lengths MIN-MAX in characters, uniform (default 8 to max-len - 2)");
   app.add_option("--texts", o->bench.texts, "Generated texts")->check(CLI::Range(1, 10000000))->capture_default_str();
   app.add_option("--data", o->bench.data, "Take the texts from this labelled file instead");
+  CLI::Option* model = app.add_option("-m,--model", o->bench.model,
+                                      "Measure this model file's inference (with --infer-only) instead of a shape");
   app.add_option("--seed", o->bench.seed, "Seed of data, weights and dropout")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--ceiling-size", o->bench.ceiling_size, "n of the n x n x n ceiling product")
       ->check(CLI::Range(64, 8192))
@@ -73,6 +77,8 @@ Runner setup_bench(CLI::App& app) {
   app.add_flag("--int8", o->bench.int8, "Also measure the network quantized to int8, alternating rounds with float32")
       ->excludes(train_only)
       ->excludes(mlm);
+  for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--max-len", "--vocab"})
+    model->excludes(app.get_option(shape_flag));
   add_threads_option(app, o->threads);
   app.add_flag("--json", o->json, "JSON output");
   return [o] { return run_bench_cli(*o); };

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "zibert/model/batch.hpp"
+#include "zibert/model/model_file.hpp"
+#include "zibert/nn/qgemm.hpp"
 #include "zibert/text/dataset.hpp"
 #include "zibert/base/error.hpp"
 #include "zibert/nn/gemm.hpp"
@@ -48,25 +50,31 @@ SequenceSet generate(const BenchOptions& o, ModelConfig& config, std::string& de
   return d;
 }
 
-SequenceSet from_file(const BenchOptions& o, ModelConfig& config, std::string& desc) {
+// The labelled file's texts, by a vocabulary of their own characters (the
+// bench's network then gets its size), or by a model's tokenizer (bench -m).
+SequenceSet from_file(const BenchOptions& o, ModelConfig& config, std::string& desc,
+                      const Tokenizer* model_tokenizer = nullptr) {
   Dataset data = read_dataset(o.data);
   if (data.rows.empty()) throw Error(o.data + ": no examples");
   std::vector<std::vector<char32_t>> texts;
   VocabBuilder builder;
   std::map<std::string, std::int32_t> label_ids;
+  const Normalization norm = model_tokenizer ? model_tokenizer->normalization() : Normalization{};
   for (const Example& ex : data.rows) {
-    texts.push_back(normalize(ex.text, Normalization{}));
+    texts.push_back(normalize(ex.text, norm));
     builder.add(texts.back());
     label_ids.emplace(ex.label, 0);
   }
   std::int32_t next = 0;
   for (auto& [name, id] : label_ids) id = next++;
-  Tokenizer tokenizer(builder.build(1), Normalization{});
-  config.vocab_size = tokenizer.vocab().size();
-  config.labels = std::max<std::int64_t>(2, static_cast<std::int64_t>(label_ids.size()));
+  const Tokenizer tokenizer = model_tokenizer ? *model_tokenizer : Tokenizer(builder.build(1), Normalization{});
+  if (!model_tokenizer) {
+    config.vocab_size = tokenizer.vocab().size();
+    config.labels = std::max<std::int64_t>(2, static_cast<std::int64_t>(label_ids.size()));
+  }
   SequenceSet d;
   for (std::size_t i = 0; i < texts.size(); ++i)
-    d.add(tokenizer.ids(texts[i]), label_ids[data.rows[i].label], config.max_len);
+    d.add(tokenizer.ids(texts[i]), model_tokenizer ? 0 : label_ids[data.rows[i].label], config.max_len);
   desc = o.data + ": " + std::to_string(texts.size()) + " texts" +
          (d.truncated ? " (" + std::to_string(d.truncated) + " cut to max-len)" : "");
   return d;
@@ -179,12 +187,11 @@ BenchPhase infer_round(Predictor& predictor, const InferWork& w, double seconds)
   return phase;
 }
 
-// Inference as classify runs it: the Predictor over every text.
-BenchPhase infer_phase(const BenchOptions& o, const ModelConfig& config, const Bert<float>& net,
-                       const SequenceSet& d) {
-  const Classifier model = bench_classifier(config, net);
+// Inference as classify runs it: the Predictor over every text (by the
+// model's int8 products when it is quantized).
+BenchPhase infer_phase(const BenchOptions& o, const Classifier& model, const SequenceSet& d) {
   Predictor predictor(model);
-  const InferWork w = infer_work(config, d, predictor.tabulated());
+  const InferWork w = infer_work(model.config, d, predictor.tabulated());
   warm_up(predictor, w);
   return infer_round(predictor, w, o.seconds);
 }
@@ -193,11 +200,10 @@ double per_second(const BenchPhase& p) { return p.seconds > 0 ? double(p.example
 
 // The float32 and the int8 Predictor of the same network, in alternating
 // rounds (this machine is shared and noisy); each phase is its median round.
-void infer_int8_phases(const BenchOptions& o, const ModelConfig& config, const Bert<float>& net,
-                       const SequenceSet& d, BenchResult& r) {
-  const Classifier model = bench_classifier(config, net), quantized = quantize_model(model);
+void infer_int8_phases(const BenchOptions& o, const Classifier& model, const SequenceSet& d, BenchResult& r) {
+  const Classifier quantized = quantize_model(model);
   Predictor fp32(model), int8(quantized);
-  const InferWork w = infer_work(config, d, fp32.tabulated());
+  const InferWork w = infer_work(model.config, d, fp32.tabulated());
   warm_up(fp32, w);
   warm_up(int8, w);
   std::vector<BenchPhase> rounds[2];
@@ -286,19 +292,62 @@ bool reset_peak_rss() {
   return static_cast<bool>(clear);
 }
 
+namespace {
+
+// The ceiling is the faster of the two products this build has.
+void measure_ceiling(const BenchOptions& o, BenchResult& r) {
+  const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
+  r.ceiling_eigen_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, false);
+  if (gemm_is_native()) r.ceiling_gemm_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, true);
+  r.ceiling_gflops = std::max(r.ceiling_eigen_gflops, r.ceiling_gemm_gflops);
+}
+
+double mean_tokens(const SequenceSet& d) {
+  std::int64_t total = 0;
+  for (std::int64_t len : d.lengths) total += len;
+  return double(total) / double(d.lengths.size());
+}
+
+// bench -m: a model file's inference (int8 when it is quantized; with
+// --int8, a float32 model next to its quantized twin) on generated ids of
+// its vocabulary or on --data through its tokenizer.
+BenchResult run_model_bench(const BenchOptions& o) {
+  if (o.train || o.mlm) throw Error("bench -m measures a model's inference only (give --infer-only)");
+  BenchResult r;
+  r.options = o;
+  const Classifier model = load_model(o.model);
+  if (model.config.task != Task::classify) throw Error(o.model + ": bench -m needs a classifier, not an encoder");
+  if (o.int8 && model.quantization)
+    throw Error(o.model + ": the model is already int8; --int8 quantizes a float32 one to set next to it");
+  r.config = model.config;
+  r.parameters = model.net.params().size();
+  ModelConfig gen = model.config;  // generate() sets the labels of its own data
+  SequenceSet d = o.data.empty() ? generate(o, gen, r.data_desc) : from_file(o, gen, r.data_desc, &model.tokenizer);
+  r.data_desc = o.model + (model.quantization ? " (int8)" : "") + "; " + r.data_desc;
+  r.mean_tokens = mean_tokens(d);
+  if (o.int8)
+    infer_int8_phases(o, model, d, r);
+  else
+    r.infer = infer_phase(o, model, d);
+  if (model.quantization) r.int8_isa = int8_isa_name(int8_best_isa());
+  measure_ceiling(o, r);
+  return r;
+}
+
+}  // namespace
+
 BenchResult run_bench(const BenchOptions& o) {
   if (o.batch < 1) throw Error("--batch must be at least 1");
   if (o.seconds <= 0) throw Error("--seconds must be positive");
   if (o.data.empty() && o.texts < 1) throw Error("--texts must be at least 1");
   BenchResult r;
   r.options = o;
+  if (!o.model.empty()) return run_model_bench(o);
   r.config = o.shape;
   r.config.validate();
   SequenceSet d = o.data.empty() ? generate(o, r.config, r.data_desc) : from_file(o, r.config, r.data_desc);
   r.config.validate();
-  std::int64_t total = 0;
-  for (std::int64_t len : d.lengths) total += len;
-  r.mean_tokens = double(total) / double(d.lengths.size());
+  r.mean_tokens = mean_tokens(d);
 
   if (o.mlm) {
     r.config.task = Task::mlm;
@@ -312,14 +361,15 @@ BenchResult run_bench(const BenchOptions& o) {
     net.init_weights(o.seed);
     r.parameters = net.params().size();
     if (o.train) r.train = train_phase(o, r.config, net, d);
-    if (o.infer && o.int8) infer_int8_phases(o, r.config, net, d, r);
-    else if (o.infer) r.infer = infer_phase(o, r.config, net, d);
+    if (o.infer) {
+      const Classifier model = bench_classifier(r.config, net);
+      if (o.int8)
+        infer_int8_phases(o, model, d, r);
+      else
+        r.infer = infer_phase(o, model, d);
+    }
   }
-  // The ceiling is the faster of the two products this build has.
-  const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
-  r.ceiling_eigen_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, false);
-  if (gemm_is_native()) r.ceiling_gemm_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, true);
-  r.ceiling_gflops = std::max(r.ceiling_eigen_gflops, r.ceiling_gemm_gflops);
+  measure_ceiling(o, r);
   return r;
 }
 

@@ -21,6 +21,7 @@ struct BenchOptions {
   std::int64_t max_chars = 0;      // 0 = max_len − 2
   std::int64_t texts = 4096;       // generated texts
   std::string data;                // a labelled file to take the texts from instead ("" = generate)
+  std::string model;               // a model file to measure instead of the shape (inference only)
   std::uint64_t seed = 1;
   std::int64_t ceiling_size = 2048;  // n of the n×n×n ceiling product
   bool train = true, infer = true;
