@@ -22,19 +22,21 @@ namespace {
 constexpr Index kPadRows = 14;
 constexpr Index kRowBlock = 98;  // rows of x per block: a multiple of both tiles' heights' lcm, 98 x k bytes in L2
 
-// One output element from its exact int32 sum: the zero point's correction,
-// then scale and bias in the order every path uses (float conversion, the
-// product of the scales, one fused multiply-add).
-inline float store_value(std::int32_t sum, std::int32_t zero, std::int32_t wsum, float xscale, float wscale,
+// One output element from its exact int32 sum, by the float operations every
+// path uses: the zero point's correction as one fused multiply-add (exact
+// while |sum| < 2^24, as for depths up to 516: then it is sum − zero·wsum
+// rounded once), then the product of the scales and the bias as another.
+// neg_wsum is −Σ_p q[j, p] as a float (exact).
+inline float store_value(std::int32_t sum, std::int32_t zero, float neg_wsum, float xscale, float wscale,
                          float bias) {
-  const std::int32_t s = sum - zero * wsum;
-  return std::fma(static_cast<float>(s), xscale * wscale, bias);
+  const float s = std::fma(static_cast<float>(zero), neg_wsum, static_cast<float>(sum));
+  return std::fma(s, xscale * wscale, bias);
 }
 
 struct Product {
   const QuantizedRows& x;
   const float* scales;       // (n) the weights'
-  const std::int32_t* sums;  // (n)
+  const float* neg_sums;     // (n) −Σ_p q[j, p]
   const float* bias;         // (n) or nullptr
   float* y;
   Index ldy, n, k;
@@ -47,7 +49,7 @@ void scalar_rows(const Product& p, const std::int8_t* w, Index i0, Index i1) {
       const std::int8_t* b = w + j * p.k;
       std::int32_t acc = 0;
       for (Index q = 0; q < p.k; ++q) acc += static_cast<std::int32_t>(a[q]) * static_cast<std::int32_t>(b[q]);
-      p.y[i * p.ldy + j] = store_value(acc, p.x.zeros[i], p.sums[j], p.x.scales[i], p.scales[j],
+      p.y[i * p.ldy + j] = store_value(acc, p.x.zeros[i], p.neg_sums[j], p.x.scales[i], p.scales[j],
                                        p.bias ? p.bias[j] : 0.0f);
     }
   }
@@ -86,25 +88,24 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void vnni_tile(
     }
   }
   __mmask16 mask[kVecs];
-  __m512i wsum[kVecs];
-  __m512 wscale[kVecs], bias[kVecs];
+  __m512 wsum[kVecs], wscale[kVecs], bias[kVecs];
   for (int v = 0; v < kVecs; ++v) {
     const Index left = cols - 16 * v;
     mask[v] = static_cast<__mmask16>(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
-    wsum[v] = _mm512_maskz_loadu_epi32(mask[v], p.sums + col0 + 16 * v);
+    wsum[v] = _mm512_maskz_loadu_ps(mask[v], p.neg_sums + col0 + 16 * v);
     wscale[v] = _mm512_maskz_loadu_ps(mask[v], p.scales + col0 + 16 * v);
     bias[v] = p.bias ? _mm512_maskz_loadu_ps(mask[v], p.bias + col0 + 16 * v) : _mm512_setzero_ps();
   }
 #pragma GCC unroll 14
   for (int r = 0; r < kVnniMr; ++r) {
     if (r >= rows) break;
-    const __m512i zero = _mm512_set1_epi32(p.x.zeros[row0 + r]);
+    const __m512 zero = _mm512_set1_ps(static_cast<float>(p.x.zeros[row0 + r]));
     const __m512 xscale = _mm512_set1_ps(p.x.scales[row0 + r]);
     float* out = p.y + (row0 + r) * p.ldy + col0;
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) {
-      const __m512i s = _mm512_sub_epi32(acc[r][v], _mm512_mullo_epi32(zero, wsum[v]));
-      const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(xscale, wscale[v]), bias[v]);
+      const __m512 s = _mm512_fmadd_ps(zero, wsum[v], _mm512_cvtepi32_ps(acc[r][v]));
+      const __m512 f = _mm512_fmadd_ps(s, _mm512_mul_ps(xscale, wscale[v]), bias[v]);
       _mm512_mask_storeu_ps(out + 16 * v, mask[v], f);
     }
   }
@@ -147,25 +148,25 @@ __attribute__((target("avx2,fma"))) void avx2_tile(const Product& p, const std::
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(av, b[v]));
     }
   }
-  __m256i mask[kVecs], wsum[kVecs];
-  __m256 wscale[kVecs], bias[kVecs];
+  __m256i mask[kVecs];
+  __m256 wsum[kVecs], wscale[kVecs], bias[kVecs];
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   for (int v = 0; v < kVecs; ++v) {
     mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(cols - 8 * v)), lane);
-    wsum[v] = _mm256_maskload_epi32(p.sums + col0 + 8 * v, mask[v]);
+    wsum[v] = _mm256_maskload_ps(p.neg_sums + col0 + 8 * v, mask[v]);
     wscale[v] = _mm256_maskload_ps(p.scales + col0 + 8 * v, mask[v]);
     bias[v] = p.bias ? _mm256_maskload_ps(p.bias + col0 + 8 * v, mask[v]) : _mm256_setzero_ps();
   }
 #pragma GCC unroll 6
   for (int r = 0; r < kAvx2Mr; ++r) {
     if (r >= rows) break;
-    const __m256i zero = _mm256_set1_epi32(p.x.zeros[row0 + r]);
+    const __m256 zero = _mm256_set1_ps(static_cast<float>(p.x.zeros[row0 + r]));
     const __m256 xscale = _mm256_set1_ps(p.x.scales[row0 + r]);
     float* out = p.y + (row0 + r) * p.ldy + col0;
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) {
-      const __m256i s = _mm256_sub_epi32(acc[r][v], _mm256_mullo_epi32(zero, wsum[v]));
-      const __m256 f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(xscale, wscale[v]), bias[v]);
+      const __m256 s = _mm256_fmadd_ps(zero, wsum[v], _mm256_cvtepi32_ps(acc[r][v]));
+      const __m256 f = _mm256_fmadd_ps(s, _mm256_mul_ps(xscale, wscale[v]), bias[v]);
       _mm256_maskstore_ps(out + 8 * v, mask[v], f);
     }
   }
@@ -223,7 +224,7 @@ Int8Isa int8_best_isa() {
 }
 
 Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, Index k, Int8Isa isa)
-    : n_(n), k_(k), isa_(isa), values_(values, values + n * k), scales_(scales, scales + n), sums_(n, 0) {
+    : n_(n), k_(k), isa_(isa), values_(values, values + n * k), scales_(scales, scales + n), neg_sums_(n, 0.0f) {
   if (k > kInt8MaxDepth)
     throw Error("an int8 product of depth " + std::to_string(k) + " could overflow its int32 sums (at most " +
                 std::to_string(kInt8MaxDepth) + ")");
@@ -231,7 +232,9 @@ Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, 
   for (Index j = 0; j < n; ++j) {
     if (!(std::isfinite(scales[j]) && scales[j] > 0))
       throw Error("an int8 row scale must be finite and positive (row " + std::to_string(j) + ")");
-    for (Index q = 0; q < k; ++q) sums_[j] += values[j * k + q];
+    std::int32_t sum = 0;
+    for (Index q = 0; q < k; ++q) sum += values[j * k + q];
+    neg_sums_[j] = -static_cast<float>(sum);  // exact: |sum| <= 127 k < 2^24
   }
   if (isa == Int8Isa::avx512_vnni) {
 #if defined(ZIBERT_X86)
@@ -261,7 +264,7 @@ void Int8Matrix::multiply(const CRef<float>& x, float* y, Index ldy, const float
   if (m == 0 || n_ == 0) return;
   static thread_local QuantizedRows q;
   quantize_rows(x, q);
-  const Product p{q, scales_.data(), sums_.data(), bias, y, ldy, n_, k_};
+  const Product p{q, scales_.data(), neg_sums_.data(), bias, y, ldy, n_, k_};
   auto rows = [&](Index i0, Index i1) {
 #if defined(ZIBERT_X86)
     if (isa_ == Int8Isa::avx512_vnni) return vnni_rows(p, packed_.data(), i0, i1);

@@ -51,7 +51,7 @@ class Int8Matrix {
   AlignedVector<std::int8_t> packed_; // avx512_vnni: panels of 32 columns, per 4 depths 32 x 4 bytes
   AlignedVector<std::int16_t> wide_;  // avx2: panels of 16 columns, per 2 depths 16 x 2 int16
   std::vector<float> scales_;         // (n)
-  std::vector<std::int32_t> sums_;    // (n) Σ_p q[j, p], for the zero point's correction
+  std::vector<float> neg_sums_;       // (n) −Σ_p q[j, p] (exact in float), for the zero point's correction
 };
 
 // x's rows quantized: q = clamp(round(x / scale) + zero, 0, 255) with
