@@ -63,6 +63,10 @@ struct QuantizedRows {
   AlignedVector<std::uint8_t> values;  // (rows, ld)
   std::vector<float> scales;           // (rows)
   std::vector<std::int32_t> zeros;     // (rows)
+  void set_row(Index i, float scale, float zero) {
+    scales[static_cast<std::size_t>(i)] = scale;
+    zeros[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(zero);
+  }
 };
 void quantize_rows(const CRef<float>& x, QuantizedRows& out, Int8Isa isa = int8_best_isa());
 
