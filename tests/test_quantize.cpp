@@ -197,6 +197,12 @@ TEST_CASE("the shipped detector quantized agrees with float32 on the demo texts"
   CHECK(best == ref);
 }
 
+TEST_CASE("the shipped int8 detector is zibert quantize's output for the shipped float32 one", "[quantize]") {
+  // models/train-fotiaoqiang makes it; quantizing is deterministic.
+  const std::string shipped_int8 = read_text(std::string(ZIBERT_SOURCE_DIR) + "/models/fotiaoqiang.int8.safetensors");
+  CHECK(shipped_int8 == encode_model(quantize_model(shipped())));
+}
+
 TEST_CASE("embed runs an int8 model by its int8 products", "[quantize][embed]") {
   const Classifier model = shipped(), q = quantize_model(model);
   std::vector<std::vector<std::int32_t>> ids;
