@@ -223,6 +223,11 @@ TEST_CASE("cmake --install puts a working zibert and its model under a prefix", 
   RunResult r = run_shell("cd / && echo 他们点了一坛佛跳墙 | env -u ZIBERT_MODEL " + prefix + "/bin/zibert classify --no-text");
   CHECK(r.status == 0);
   CHECK(r.out.starts_with("1\t"));
+  // The int8 twin is installed next to it.
+  RunResult q = run_shell("cd / && echo 他们点了一坛佛跳墙 | " + prefix + "/bin/zibert classify --no-text -m " + prefix +
+                          "/share/zibert/models/fotiaoqiang.int8.safetensors");
+  CHECK(q.status == 0);
+  CHECK(q.out.starts_with("1\t"));
   // ZIBERT_MODEL overrides the default.
   std::string tiny = temp_dir() + "/tiny.safetensors";
   save_model(tiny, tiny_classifier(5));

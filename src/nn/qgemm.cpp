@@ -340,6 +340,14 @@ __attribute__((target("avx512f,avx512bw"))) Range range_avx512(const float* row,
   return {std::min(r.lo, tail.lo), std::max(r.hi, tail.hi)};
 }
 
+// round(x · inv) + zero for 16 floats, as int32.
+__attribute__((target("avx512f,avx512bw"))) inline __m512i quantize16_avx512(const float* src, __m512 vinv,
+                                                                            __m512i vzero) {
+  return _mm512_add_epi32(
+      _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+      vzero);
+}
+
 __attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* row, Index k, float inv, float zero,
                                                                  std::uint8_t* dst) {
   // The rounding is the conversion's own (to nearest, ties to even, as
@@ -347,22 +355,17 @@ __attribute__((target("avx512f,avx512bw"))) void quantize_avx512(const float* ro
   // int16 and then u8: the same values as quantize_tail.
   const __m512 vinv = _mm512_set1_ps(inv);
   const __m512i vzero = _mm512_set1_epi32(static_cast<int>(zero));
-  auto quantized = [&](const float* src) {
-    return _mm512_add_epi32(
-        _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(src), vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-        vzero);
-  };
   // The packs interleave per 128-bit lane: lane L of the u8 result holds
   // elements 4L..4L+3 of each of the four vectors; this puts them in order.
   const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   Index p = 0;
   for (; p + 64 <= k; p += 64) {
-    const __m512i w01 = _mm512_packs_epi32(quantized(row + p), quantized(row + p + 16));
-    const __m512i w23 = _mm512_packs_epi32(quantized(row + p + 32), quantized(row + p + 48));
+    const __m512i w01 = _mm512_packs_epi32(quantize16_avx512(row + p, vinv, vzero), quantize16_avx512(row + p + 16, vinv, vzero));
+    const __m512i w23 = _mm512_packs_epi32(quantize16_avx512(row + p + 32, vinv, vzero), quantize16_avx512(row + p + 48, vinv, vzero));
     _mm512_storeu_si512(dst + p, _mm512_permutexvar_epi32(order, _mm512_packus_epi16(w01, w23)));
   }
   for (; p + 16 <= k; p += 16) {
-    const __m512i q = _mm512_min_epi32(_mm512_max_epi32(quantized(row + p), _mm512_setzero_si512()),
+    const __m512i q = _mm512_min_epi32(_mm512_max_epi32(quantize16_avx512(row + p, vinv, vzero), _mm512_setzero_si512()),
                                        _mm512_set1_epi32(255));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + p), _mm512_cvtepi32_epi8(q));
   }
