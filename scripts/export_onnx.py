@@ -12,8 +12,10 @@ MatMulInteger (int8 weights, symmetric, one scale per output column) + Cast
 + Mul, which ONNX Runtime fuses into its own int8 kernels.
 
 The export is checked: the PyTorch model's probabilities against `zibert
-classify --format jsonl` on check texts (4 printed decimals), and the graph
-with onnx.checker.
+classify --format jsonl` on check texts (4 printed decimals), the graph with
+onnx.checker, and, when ONNX Runtime is installed in build/onnxruntime
+(scripts/bench-vs-onnxruntime installs it), the exported graph's own
+probabilities on the same texts (float32: the same bound; --int8: reported).
 
 usage: scripts/export-onnx MODEL OUT.onnx [--int8] [--check TEXTS] [--zibert BIN]
 """
@@ -161,6 +163,25 @@ def zibert_probs(binary, model_path, texts):
     return [json.loads(line)["probs"] for line in out.splitlines()]
 
 
+ORT_MODULE = os.path.join(ROOT, "build", "onnxruntime", "node_modules", "onnxruntime-node")
+
+
+def ort_probs(onnx_path, seqs):
+    """The graph's probabilities by ONNX Runtime (scripts/ort_bench.js), one text per run; None without it."""
+    import shutil
+    import tempfile
+    if not os.path.isdir(ORT_MODULE) or not shutil.which("node"):
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump([dict(rows=1, seq=len(s), ids=s) for s in seqs], f)
+    try:
+        out = subprocess.run(["node", os.path.join(ROOT, "scripts", "ort_bench.js"), onnx_path, f.name, "probs"],
+                             check=True, capture_output=True, text=True, env=dict(os.environ, ORT_NODE_MODULE=ORT_MODULE))
+        return json.loads(out.stdout)
+    finally:
+        os.unlink(f.name)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
@@ -197,6 +218,16 @@ def main():
         graph, n = quantize_graph(graph)
         note = f", {n} products int8 (DynamicQuantizeLinear + MatMulInteger)"
     onnx.save(graph, tmp)
+    seqs = [tokenize(meta, t, c["max_len"]) for t in texts]
+    run = ort_probs(tmp, seqs)
+    if run is None:
+        note += "; ONNX Runtime not installed (scripts/bench-vs-onnxruntime installs it): the graph was not run"
+    else:
+        ort_worst = max(abs(r[i] - w[labels[i]]) for r, w in zip(run, want) for i in range(len(labels)))
+        if not args.int8 and ort_worst > 1.5e-4:
+            os.unlink(tmp)
+            sys.exit(f"export-onnx: ONNX Runtime's output differs from zibert's by {ort_worst:.2e}")
+        note += f"; ONNX Runtime's output within {ort_worst:.1e} of zibert's"
     os.replace(tmp, args.out)
     print(f"export-onnx: wrote {args.out} ({os.path.getsize(args.out) / 1e6:.2f} MB{note}); PyTorch matches zibert "
           f"within {worst:.1e} on {len(texts)} texts", file=sys.stderr)
