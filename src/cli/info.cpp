@@ -32,7 +32,7 @@ int run_info(const InfoCli& o) {
   }
   if (m.quantization) {
     j["quantization"] = quantization_metadata(*m.quantization);
-    j["quantization"]["int8_isa"] = int8_isa_name(int8_best_isa());
+    j["quantization"]["int8_isa"] = int8_isa_name(int8_isa());
   }
   j["training"] = m.training;
   if (o.json) {
@@ -53,7 +53,7 @@ int run_info(const InfoCli& o) {
     std::printf("parameters  %zu: %zu int8 in %zu matrices (one float32 scale per row), %zu float32\n", params, int8,
                 m.quantization->tensors.size(), params - int8);
     std::printf("int8        %s; activations quantized per row at inference, products on %s\n",
-                kQuantizationScheme, int8_isa_name(int8_best_isa()));
+                kQuantizationScheme, int8_isa_name(int8_isa()));
   } else {
     std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
   }

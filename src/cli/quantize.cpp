@@ -29,7 +29,7 @@ int run_quantize(const QuantizeCli& o) {
     const auto before = std::filesystem::file_size(path), after = std::filesystem::file_size(o.out);
     std::fprintf(stderr, "saved %s: %zu matrices int8, %.2f MB (%.0f %% of %s's %.2f MB); int8 products on %s\n",
                  o.out.c_str(), q.quantization->tensors.size(), double(after) / 1e6, 100.0 * double(after) / double(before),
-                 path.c_str(), double(before) / 1e6, int8_isa_name(int8_best_isa()));
+                 path.c_str(), double(before) / 1e6, int8_isa_name(int8_isa()));
   }
   return kExitOk;
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -221,6 +222,18 @@ Int8Isa int8_best_isa() {
                               : int8_isa_available(Int8Isa::avx2)      ? Int8Isa::avx2
                                                                        : Int8Isa::scalar;
   return best;
+}
+
+Int8Isa int8_isa() {
+  const char* env = std::getenv("ZIBERT_INT8_ISA");
+  if (!env || !*env) return int8_best_isa();
+  for (Int8Isa isa : {Int8Isa::avx512_vnni, Int8Isa::avx2, Int8Isa::scalar}) {
+    if (std::string(env) != int8_isa_name(isa)) continue;
+    if (!int8_isa_available(isa))
+      throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": this CPU cannot run that path");
+    return isa;
+  }
+  throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": choose avx512-vnni, avx2 or scalar");
 }
 
 Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, Index k, Int8Isa isa)

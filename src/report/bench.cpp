@@ -329,7 +329,7 @@ BenchResult run_model_bench(const BenchOptions& o) {
     infer_int8_phases(o, model, d, r);
   else
     r.infer = infer_phase(o, model, d);
-  if (model.quantization) r.int8_isa = int8_isa_name(int8_best_isa());
+  if (model.quantization) r.int8_isa = int8_isa_name(int8_isa());
   measure_ceiling(o, r);
   return r;
 }

@@ -22,6 +22,10 @@ enum class Int8Isa { scalar, avx2, avx512_vnni };
 const char* int8_isa_name(Int8Isa isa);
 bool int8_isa_available(Int8Isa isa);  // this CPU (and OS) runs it
 Int8Isa int8_best_isa();               // the fastest available
+// The path int8 inference takes: $ZIBERT_INT8_ISA (avx512-vnni, avx2 or
+// scalar: for comparing paths, or a CPU whose fastest path is suspect) when
+// set, else int8_best_isa(). Throws Error on an unknown or unavailable name.
+Int8Isa int8_isa();
 
 // Depths past this would let 255·127·k overflow the int32 sums.
 inline constexpr Index kInt8MaxDepth = 32768;
