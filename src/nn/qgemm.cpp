@@ -276,7 +276,7 @@ void Int8Matrix::multiply(const CRef<float>& x, float* y, Index ldy, const float
   const Index m = x.rows();
   if (m == 0 || n_ == 0) return;
   static thread_local QuantizedRows q;
-  quantize_rows(x, q);
+  quantize_rows(x, q, isa_);  // the path's own quantizer (all give the same bytes)
   const Product p{q, scales_.data(), neg_sums_.data(), bias, y, ldy, n_, k_};
   auto rows = [&](Index i0, Index i1) {
 #if defined(ZIBERT_X86)
