@@ -37,7 +37,7 @@ Weights quantized(const MF& w) {
 
 TEST_CASE("every int8 kernel equals the scalar reference bit for bit at every tile edge", "[qgemm]") {
   std::vector<Int8Isa> paths;
-  for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx512_vnni})
+  for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni})
     if (int8_isa_available(isa)) paths.push_back(isa);
     else WARN("this CPU has no " << int8_isa_name(isa) << ": its kernel is not tested here");
   REQUIRE(int8_isa_available(Int8Isa::scalar));
@@ -69,7 +69,7 @@ TEST_CASE("every int8 kernel equals the scalar reference bit for bit at every ti
 TEST_CASE("an int8 kernel writes only its block of a strided output", "[qgemm]") {
   const MF x = random_float(20, 33, 3);
   const Weights w = quantized(random_float(45, 33, 4));
-  for (Int8Isa isa : {Int8Isa::scalar, Int8Isa::avx2, Int8Isa::avx512_vnni}) {
+  for (Int8Isa isa : kInt8Isas) {
     if (!int8_isa_available(isa)) continue;
     MF big = random_float(40, 80, 5);
     const MF before = big;
@@ -124,7 +124,7 @@ TEST_CASE("quantize_rows gives the same bytes on every path", "[qgemm]") {
     const MF x = random_float(9, k, 40 + k, k % 2 ? 0.4 : -0.4);
     QuantizedRows want, got;
     quantize_rows(x, want, Int8Isa::scalar);
-    for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx512_vnni}) {
+    for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni}) {
       if (!int8_isa_available(isa)) continue;
       quantize_rows(x, got, isa);
       INFO(int8_isa_name(isa) << " k=" << k);

@@ -11,6 +11,7 @@
 #include "zibert/base/error.hpp"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define ZIBERT_X86 1
 #endif
@@ -66,7 +67,7 @@ inline std::int32_t load32(const void* p) {
 
 // --- AVX-512 VNNI: tiles of 14 rows x 32 columns, 28 int32 accumulators ---
 
-constexpr Index kVnniMr = 14, kVnniNr = 32;
+constexpr Index kVnniMr = 14, kVnniNr = 32;  // the panels: pack_groups(..., 32)
 
 template <int kVecs>
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void vnni_tile(
@@ -129,26 +130,11 @@ void vnni_rows(const Product& p, const std::int8_t* packed, Index i0, Index i1) 
 
 constexpr Index kAvx2Mr = 6, kAvx2Nr = 16;
 
+// The 8-lane store of a 6-row tile's int32 sums (the AVX2 and AVX-VNNI
+// kernels'): the same float operations as store_value.
 template <int kVecs>
-__attribute__((target("avx2,fma"))) void avx2_tile(const Product& p, const std::int16_t* a, Index lda,
-                                                   const std::int16_t* panel, Index pairs, Index row0, Index rows,
-                                                   Index col0, Index cols) {
-  __m256i acc[kAvx2Mr][kVecs];
-#pragma GCC unroll 12
-  for (int r = 0; r < kAvx2Mr; ++r)
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_si256();
-  for (Index g = 0; g < pairs; ++g) {
-    __m256i b[kVecs];
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v)
-      b[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 2 * kAvx2Nr + 16 * v));
-#pragma GCC unroll 6
-    for (int r = 0; r < kAvx2Mr; ++r) {
-      const __m256i av = _mm256_set1_epi32(load32(a + r * lda + 2 * g));
-#pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(av, b[v]));
-    }
-  }
+__attribute__((target("avx2,fma"))) inline void avx2_store(const Product& p, const __m256i (&acc)[kAvx2Mr][kVecs],
+                                                           Index rows, Index row0, Index col0, Index cols) {
   __m256i mask[kVecs];
   __m256 wsum[kVecs], wscale[kVecs], bias[kVecs];
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -173,6 +159,29 @@ __attribute__((target("avx2,fma"))) void avx2_tile(const Product& p, const std::
   }
 }
 
+template <int kVecs>
+__attribute__((target("avx2,fma"))) void avx2_tile(const Product& p, const std::int16_t* a, Index lda,
+                                                   const std::int16_t* panel, Index pairs, Index row0, Index rows,
+                                                   Index col0, Index cols) {
+  __m256i acc[kAvx2Mr][kVecs];
+#pragma GCC unroll 12
+  for (int r = 0; r < kAvx2Mr; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_si256();
+  for (Index g = 0; g < pairs; ++g) {
+    __m256i b[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v)
+      b[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 2 * kAvx2Nr + 16 * v));
+#pragma GCC unroll 6
+    for (int r = 0; r < kAvx2Mr; ++r) {
+      const __m256i av = _mm256_set1_epi32(load32(a + r * lda + 2 * g));
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(av, b[v]));
+    }
+  }
+  avx2_store<kVecs>(p, acc, rows, row0, col0, cols);
+}
+
 void avx2_rows(const Product& p, const std::int16_t* wide, Index i0, Index i1) {
   // x's rows widened to int16 (the u8 values are below 256, so exact).
   static thread_local AlignedVector<std::int16_t> a16;
@@ -191,13 +200,73 @@ void avx2_rows(const Product& p, const std::int16_t* wide, Index i0, Index i1) {
   }
 }
 
+// --- AVX-VNNI: vpdpbusd on 256 bits (CPUs with it but without AVX-512),
+// tiles of 6 rows x 16 columns, the weights packed as for AVX-512 VNNI in
+// panels of 16 columns ---
+
+constexpr Index kAvxVnniNr = 16;
+
+template <int kVecs>
+__attribute__((target("avx2,fma,avxvnni"))) void avx_vnni_tile(const Product& p, const std::uint8_t* a,
+                                                               const std::int8_t* panel, Index groups, Index row0,
+                                                               Index rows, Index col0, Index cols) {
+  __m256i acc[kAvx2Mr][kVecs];
+#pragma GCC unroll 12
+  for (int r = 0; r < kAvx2Mr; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_si256();
+  const Index lda = p.x.ld;
+  for (Index g = 0; g < groups; ++g) {
+    __m256i b[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v)
+      b[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + g * 4 * kAvxVnniNr + 32 * v));
+#pragma GCC unroll 6
+    for (int r = 0; r < kAvx2Mr; ++r) {
+      const __m256i av = _mm256_set1_epi32(load32(a + r * lda + 4 * g));
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_dpbusd_avx_epi32(acc[r][v], av, b[v]);
+    }
+  }
+  avx2_store<kVecs>(p, acc, rows, row0, col0, cols);
+}
+
+void avx_vnni_rows(const Product& p, const std::int8_t* packed, Index i0, Index i1) {
+  const Index groups = (p.k + 3) / 4;
+  for (Index j0 = 0; j0 < p.n; j0 += kAvxVnniNr) {
+    const std::int8_t* panel = packed + j0 * groups * 4;
+    const Index cols = std::min(kAvxVnniNr, p.n - j0);
+    for (Index i = i0; i < i1; i += kAvx2Mr)
+      (cols > 8 ? avx_vnni_tile<2> : avx_vnni_tile<1>)(p, p.x.values.data() + i * p.x.ld, panel, groups, i,
+                                                       std::min(kAvx2Mr, i1 - i), j0, cols);
+  }
+}
+
+// AVX-VNNI is CPUID leaf 7, subleaf 1, EAX bit 4 (GCC 12's
+// __builtin_cpu_supports does not know it); AVX2 implies the OS saves ymm.
+bool cpu_has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return (eax >> 4) & 1u;
+}
+
 #endif  // ZIBERT_X86
+
+// The weights in groups of 4 depths per column, in panels of `panel` columns:
+// element (j, q) at ((j / panel) * groups + q / 4) * 4 * panel + (j % panel) * 4 + q % 4.
+void pack_groups(const std::int8_t* values, Index n, Index k, Index panel, AlignedVector<std::int8_t>& out) {
+  const Index groups = (k + 3) / 4, panels = (n + panel - 1) / panel;
+  out.assign(static_cast<std::size_t>(panels * groups * 4 * panel), 0);
+  for (Index j = 0; j < n; ++j)
+    for (Index q = 0; q < k; ++q)
+      out[((j / panel) * groups + q / 4) * 4 * panel + (j % panel) * 4 + q % 4] = values[j * k + q];
+}
 
 }  // namespace
 
 const char* int8_isa_name(Int8Isa isa) {
   switch (isa) {
     case Int8Isa::avx512_vnni: return "avx512-vnni";
+    case Int8Isa::avx_vnni: return "avx-vnni";
     case Int8Isa::avx2: return "avx2";
     default: return "scalar";
   }
@@ -209,6 +278,8 @@ bool int8_isa_available(Int8Isa isa) {
     case Int8Isa::avx512_vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    case Int8Isa::avx_vnni:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_avx_vnni();
     case Int8Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     default: return true;
   }
@@ -219,6 +290,7 @@ bool int8_isa_available(Int8Isa isa) {
 
 Int8Isa int8_best_isa() {
   static const Int8Isa best = int8_isa_available(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni
+                              : int8_isa_available(Int8Isa::avx_vnni)  ? Int8Isa::avx_vnni
                               : int8_isa_available(Int8Isa::avx2)      ? Int8Isa::avx2
                                                                        : Int8Isa::scalar;
   return best;
@@ -227,13 +299,13 @@ Int8Isa int8_best_isa() {
 Int8Isa int8_isa() {
   const char* env = std::getenv("ZIBERT_INT8_ISA");
   if (!env || !*env) return int8_best_isa();
-  for (Int8Isa isa : {Int8Isa::avx512_vnni, Int8Isa::avx2, Int8Isa::scalar}) {
+  for (Int8Isa isa : kInt8Isas) {
     if (std::string(env) != int8_isa_name(isa)) continue;
     if (!int8_isa_available(isa))
       throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": this CPU cannot run that path");
     return isa;
   }
-  throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": choose avx512-vnni, avx2 or scalar");
+  throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": choose avx512-vnni, avx-vnni, avx2 or scalar");
 }
 
 Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, Index k, Int8Isa isa)
@@ -249,25 +321,18 @@ Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, 
     for (Index q = 0; q < k; ++q) sum += values[j * k + q];
     neg_sums_[j] = -static_cast<float>(sum);  // exact: |sum| <= 127 k < 2^24
   }
-  if (isa == Int8Isa::avx512_vnni) {
+  if (isa == Int8Isa::avx512_vnni) pack_groups(values, n, k, 32, packed_);
+  if (isa == Int8Isa::avx_vnni) pack_groups(values, n, k, 16, packed_);
 #if defined(ZIBERT_X86)
-    // Panel of 32 columns; per group of 4 depths, column c's 4 bytes at c * 4.
-    const Index groups = (k + 3) / 4, panels = (n + kVnniNr - 1) / kVnniNr;
-    packed_.assign(static_cast<std::size_t>(panels * groups * 4 * kVnniNr), 0);
-    for (Index j = 0; j < n; ++j)
-      for (Index q = 0; q < k; ++q)
-        packed_[((j / kVnniNr) * groups + q / 4) * 4 * kVnniNr + (j % kVnniNr) * 4 + q % 4] = values[j * k + q];
-#endif
-  } else if (isa == Int8Isa::avx2) {
-#if defined(ZIBERT_X86)
+  if (isa == Int8Isa::avx2) {
     // Panel of 16 columns; per pair of depths, column c's two int16 at c * 2.
     const Index pairs = (k + 1) / 2, panels = (n + kAvx2Nr - 1) / kAvx2Nr;
     wide_.assign(static_cast<std::size_t>(panels * pairs * 2 * kAvx2Nr), 0);
     for (Index j = 0; j < n; ++j)
       for (Index q = 0; q < k; ++q)
         wide_[((j / kAvx2Nr) * pairs + q / 2) * 2 * kAvx2Nr + (j % kAvx2Nr) * 2 + q % 2] = values[j * k + q];
-#endif
   }
+#endif
 }
 
 void Int8Matrix::multiply(const CRef<float>& x, float* y, Index ldy, const float* bias, int threads) const {
@@ -281,6 +346,7 @@ void Int8Matrix::multiply(const CRef<float>& x, float* y, Index ldy, const float
   auto rows = [&](Index i0, Index i1) {
 #if defined(ZIBERT_X86)
     if (isa_ == Int8Isa::avx512_vnni) return vnni_rows(p, packed_.data(), i0, i1);
+    if (isa_ == Int8Isa::avx_vnni) return avx_vnni_rows(p, packed_.data(), i0, i1);
     if (isa_ == Int8Isa::avx2) return avx2_rows(p, wide_.data(), i0, i1);
 #endif
     scalar_rows(p, values_.data(), i0, i1);
@@ -452,7 +518,7 @@ void quantize_rows(const CRef<float>& x, QuantizedRows& out, Int8Isa isa) {
   for (Index i = 0; i < m + kPadRows; ++i) std::fill(out.values.data() + i * ld + k, out.values.data() + (i + 1) * ld, 0);
 #if defined(ZIBERT_X86)
   if (isa == Int8Isa::avx512_vnni) return quantize_rows_avx512(x, out);
-  if (isa == Int8Isa::avx2) return quantize_rows_avx2(x, out);
+  if (isa == Int8Isa::avx2 || isa == Int8Isa::avx_vnni) return quantize_rows_avx2(x, out);
 #endif
   for (Index i = 0; i < m; ++i) {
     const float* row = x.data() + i * x.outerStride();

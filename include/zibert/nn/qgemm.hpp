@@ -7,6 +7,8 @@
 //
 // Paths, chosen at run time from CPUID (one binary runs everywhere):
 //  - avx512_vnni: vpdpbusd, 4 u8·s8 products per int32 lane, tiles of 14 x 32;
+//  - avx_vnni: the same instruction on 256 bits (CPUs with AVX-VNNI but not
+//    AVX-512), tiles of 6 x 16;
 //  - avx2: u8 and s8 widened to int16 and summed in pairs by vpmaddwd (exact,
 //    where vpmaddubsw's int16 pair sums would saturate), tiles of 6 x 16;
 //  - scalar: the reference the tests hold the others to.
@@ -18,12 +20,13 @@
 
 namespace zibert {
 
-enum class Int8Isa { scalar, avx2, avx512_vnni };
+enum class Int8Isa { scalar, avx2, avx_vnni, avx512_vnni };
+inline constexpr Int8Isa kInt8Isas[] = {Int8Isa::avx512_vnni, Int8Isa::avx_vnni, Int8Isa::avx2, Int8Isa::scalar};
 const char* int8_isa_name(Int8Isa isa);
 bool int8_isa_available(Int8Isa isa);  // this CPU (and OS) runs it
 Int8Isa int8_best_isa();               // the fastest available
-// The path int8 inference takes: $ZIBERT_INT8_ISA (avx512-vnni, avx2 or
-// scalar: for comparing paths, or a CPU whose fastest path is suspect) when
+// The path int8 inference takes: $ZIBERT_INT8_ISA (avx512-vnni, avx-vnni, avx2
+// or scalar: for comparing paths, or a CPU whose fastest path is suspect) when
 // set, else int8_best_isa(). Throws Error on an unknown or unavailable name.
 Int8Isa int8_isa();
 
@@ -52,7 +55,7 @@ class Int8Matrix {
   Index n_ = 0, k_ = 0;
   Int8Isa isa_ = Int8Isa::scalar;
   std::vector<std::int8_t> values_;   // (n, k) as given (the scalar path)
-  AlignedVector<std::int8_t> packed_; // avx512_vnni: panels of 32 columns, per 4 depths 32 x 4 bytes
+  AlignedVector<std::int8_t> packed_; // (avx)512_vnni: panels of 32 (16) columns, per 4 depths 4 bytes each
   AlignedVector<std::int16_t> wide_;  // avx2: panels of 16 columns, per 2 depths 16 x 2 int16
   std::vector<float> scales_;         // (n)
   std::vector<float> neg_sums_;       // (n) −Σ_p q[j, p] (exact in float), for the zero point's correction
