@@ -295,4 +295,13 @@ TEST_CASE("bench --int8 reports float32 and int8 inference from alternating roun
   CHECK(j["int8_speedup"].get<double>() > 0);
   CHECK(j["rounds"] == 5);
   CHECK(run_zibert("bench --int8 --train-only --seconds 0.1").status == 2);
+  // bench -m: a model file's inference; an int8 file's row is int8's.
+  const std::string shipped_int8 = std::string(ZIBERT_SOURCE_DIR) + "/models/fotiaoqiang.int8.safetensors";
+  RunResult m = run_zibert("bench -m " + shipped_int8 + " --infer-only --seconds 0.1 --texts 32 --ceiling-size 64");
+  REQUIRE(m.status == 0);
+  CHECK_THAT(m.out, Catch::Contains("(int8)"));
+  CHECK_THAT(m.out, Catch::Contains("\nint8 "));
+  CHECK(run_zibert("bench -m " + shipped_int8 + " --int8 --infer-only --seconds 0.1").status == 2);  // already int8
+  CHECK(run_zibert("bench -m " + shipped_int8 + " --seconds 0.1").status == 2);                      // inference only
+  CHECK(run_zibert("bench -m " + shipped_int8 + " --dim 8 --infer-only").status == 2);               // shape flags
 }

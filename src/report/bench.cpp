@@ -441,7 +441,9 @@ std::string bench_table(const BenchResult& r) {
     row("pretrain", j["pretrain"]);
   } else {
     if (r.options.train) row("training", j["train"]);
-    if (r.options.infer) row("inference", j["inference"]);
+    // bench -m of an int8 file: its one inference row is int8's.
+    const bool int8_file = !r.options.int8 && !r.int8_isa.empty();
+    if (r.options.infer) row(int8_file ? "int8" : "inference", j["inference"]);
     if (r.options.infer && r.options.int8) row("int8", j["inference_int8"]);
   }
   out << "ceiling    " << fixed(r.ceiling_gflops, 1) << " GFLOP/s: " << j["ceiling"]["product"].get<std::string>()
