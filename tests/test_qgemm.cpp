@@ -9,6 +9,7 @@
 #include "gradcheck.hpp"
 #include "zibert/base/error.hpp"
 #include "zibert/nn/qgemm.hpp"
+#include "zibert/nn/quantize_rows.hpp"
 
 using namespace zibert;
 using MF = MatR<float>;

@@ -1,6 +1,7 @@
 #include "zibert/model/quantization.hpp"
 
 #include "zibert/nn/qgemm.hpp"
+#include "zibert/nn/quantize_rows.hpp"
 
 namespace zibert {
 

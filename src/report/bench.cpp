@@ -28,8 +28,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
 SequenceSet generate(const BenchOptions& o, ModelConfig& config, std::string& desc) {
   SequenceSet d;
   const std::int64_t hi = o.max_chars > 0 ? o.max_chars : config.max_len - 2;
@@ -116,7 +114,7 @@ BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<fl
   BenchPhase phase;
   std::size_t next = 2 % plan.size();
   const Clock::time_point start = Clock::now();
-  while (phase.steps < 3 || since(start) < o.seconds) {
+  while (phase.steps < 3 || seconds_since(start) < o.seconds) {
     const TrainBatch& t = plan[next];
     next = (next + 1) % plan.size();
     run(t.batch);
@@ -126,7 +124,7 @@ BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<fl
     phase.padded_tokens += t.batch.size * t.batch.seq;
     phase.flops += t.flops;
   }
-  phase.seconds = since(start);
+  phase.seconds = seconds_since(start);
   phase.peak_rss_mb = peak_rss_mb();
   return phase;
 }
@@ -142,83 +140,6 @@ Classifier bench_classifier(const ModelConfig& config, const Bert<float>& net) {
   return Classifier{config, Tokenizer(Vocab(std::move(chars)), Normalization{}), labels, "", {}, net, std::nullopt};
 }
 
-// The texts as the Predictor takes them (without [CLS] and [SEP]), and what
-// one pass over them computes.
-struct InferWork {
-  std::vector<std::vector<std::int32_t>> texts;
-  std::int64_t tokens = 0;
-  double flops = 0;
-};
-
-InferWork infer_work(const ModelConfig& config, const SequenceSet& d, bool tabulated) {
-  InferWork w;
-  for (const std::vector<std::int32_t>& s : d.seqs) w.texts.emplace_back(s.begin() + 1, s.end() - 1);
-  for (std::int64_t len : d.lengths) {
-    w.tokens += len;
-    w.flops += forward_flops(config, len, LastLayer::cls_folded, tabulated);
-  }
-  return w;
-}
-
-// A short untimed pass over the first texts: threads, caches, tables.
-void warm_up(Predictor& predictor, const InferWork& w) {
-  const std::vector<std::vector<std::int32_t>> warm(w.texts.begin(),
-                                                    w.texts.begin() + std::min<std::size_t>(w.texts.size(), 64));
-  predictor.predict_ids(warm);
-}
-
-// Whole passes of the Predictor over every text (at least one, then until
-// `seconds` have passed), so a phase never stops partway through the
-// length-sorted batches.
-BenchPhase infer_round(Predictor& predictor, const InferWork& w, double seconds) {
-  BenchPhase phase;
-  reset_peak_rss();
-  const Clock::time_point start = Clock::now();
-  while (phase.steps < 1 || since(start) < seconds) {
-    predictor.predict_ids(w.texts);
-    ++phase.steps;
-    phase.examples += static_cast<std::int64_t>(w.texts.size());
-    phase.tokens += w.tokens;
-    phase.padded_tokens += predictor.padded_tokens();
-    phase.flops += w.flops;
-  }
-  phase.seconds = since(start);
-  phase.peak_rss_mb = peak_rss_mb();
-  return phase;
-}
-
-// Inference as classify runs it: the Predictor over every text (by the
-// model's int8 products when it is quantized).
-BenchPhase infer_phase(const BenchOptions& o, const Classifier& model, const SequenceSet& d) {
-  Predictor predictor(model);
-  const InferWork w = infer_work(model.config, d, predictor.tabulated());
-  warm_up(predictor, w);
-  return infer_round(predictor, w, o.seconds);
-}
-
-double per_second(const BenchPhase& p) { return p.seconds > 0 ? double(p.examples) / p.seconds : 0; }
-
-// The float32 and the int8 Predictor of the same network, in alternating
-// rounds (this machine is shared and noisy); each phase is its median round.
-void infer_int8_phases(const BenchOptions& o, const Classifier& model, const SequenceSet& d, BenchResult& r) {
-  const Classifier quantized = quantize_model(model);
-  Predictor fp32(model), int8(quantized);
-  const InferWork w = infer_work(model.config, d, fp32.tabulated());
-  warm_up(fp32, w);
-  warm_up(int8, w);
-  std::vector<BenchPhase> rounds[2];
-  for (int round = 0; round < kInt8Rounds; ++round) {
-    rounds[0].push_back(infer_round(fp32, w, o.seconds / kInt8Rounds));
-    rounds[1].push_back(infer_round(int8, w, o.seconds / kInt8Rounds));
-  }
-  for (auto& phases : rounds)
-    std::sort(phases.begin(), phases.end(),
-              [](const BenchPhase& a, const BenchPhase& b) { return per_second(a) < per_second(b); });
-  r.infer = rounds[0][kInt8Rounds / 2];
-  r.infer_int8 = rounds[1][kInt8Rounds / 2];
-  r.int8_isa = int8_isa_name(int8.int8_isa());
-}
-
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
@@ -226,6 +147,10 @@ std::string fixed(double v, int decimals) {
 }
 
 }  // namespace
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_layer, bool tabulated) {
   const double n = double(tokens), dim = double(c.dim), f = double(c.ffn);
@@ -267,10 +192,10 @@ double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm) {
   double best = 0;
   const Clock::time_point start = Clock::now();
   int runs = 0;
-  while (runs < 3 || since(start) < seconds) {
+  while (runs < 3 || seconds_since(start) < seconds) {
     const Clock::time_point t0 = Clock::now();
     product();
-    best = std::max(best, 2.0 * double(n) * double(n) * double(n) / since(t0) / 1e9);
+    best = std::max(best, 2.0 * double(n) * double(n) * double(n) / seconds_since(t0) / 1e9);
     ++runs;
   }
   if (!std::isfinite(c(0, 0))) throw Error("the ceiling product gave a non-finite result");
@@ -326,9 +251,9 @@ BenchResult run_model_bench(const BenchOptions& o) {
   r.data_desc = o.model + (model.quantization ? " (int8)" : "") + "; " + r.data_desc;
   r.mean_tokens = mean_tokens(d);
   if (o.int8)
-    infer_int8_phases(o, model, d, r);
+    bench_int8_phases(o, model, d, r);
   else
-    r.infer = infer_phase(o, model, d);
+    r.infer = bench_infer_phase(o, model, d);
   if (model.quantization) r.int8_isa = int8_isa_name(int8_isa());
   measure_ceiling(o, r);
   return r;
@@ -364,9 +289,9 @@ BenchResult run_bench(const BenchOptions& o) {
     if (o.infer) {
       const Classifier model = bench_classifier(r.config, net);
       if (o.int8)
-        infer_int8_phases(o, model, d, r);
+        bench_int8_phases(o, model, d, r);
       else
-        r.infer = infer_phase(o, model, d);
+        r.infer = bench_infer_phase(o, model, d);
     }
   }
   measure_ceiling(o, r);
@@ -380,7 +305,7 @@ nlohmann::ordered_json phase_json(const BenchPhase& p, double ceiling) {
   return {{"seconds", p.seconds},
           {"steps", p.steps},
           {"examples", p.examples},
-          {"examples_per_s", p.seconds > 0 ? double(p.examples) / p.seconds : 0},
+          {"examples_per_s", p.examples_per_s()},
           {"tokens_per_s", p.seconds > 0 ? double(p.tokens) / p.seconds : 0},
           {"padding", p.padded_tokens ? 1.0 - double(p.tokens) / double(p.padded_tokens) : 0},
           {"gflops", gflops},
@@ -407,7 +332,7 @@ nlohmann::ordered_json bench_json(const BenchResult& r) {
     if (r.options.infer && r.options.int8) {
       j["inference_int8"] = phase_json(r.infer_int8, r.ceiling_gflops);
       j["inference_int8"]["isa"] = r.int8_isa;
-      j["int8_speedup"] = per_second(r.infer) > 0 ? per_second(r.infer_int8) / per_second(r.infer) : 0;
+      j["int8_speedup"] = r.infer.examples_per_s() > 0 ? r.infer_int8.examples_per_s() / r.infer.examples_per_s() : 0;
       j["rounds"] = kInt8Rounds;
     }
   }

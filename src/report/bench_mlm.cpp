@@ -12,11 +12,6 @@
 
 namespace zibert {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-}  // namespace
-
 // Pretraining as zibert pretrain runs it: the texts packed into max-len
 // sequences, batches in the seeded random order, masks drawn afresh each
 // step (the drawing is timed too), cycled until `seconds` have passed.
@@ -49,12 +44,12 @@ BenchPhase bench_mlm_phase(const BenchOptions& o, const ModelConfig& config, Ber
   for (std::size_t i = 0; i < 2; ++i) run(plan[i % plan.size()], false);
   reset_peak_rss();
   std::size_t next = 2 % plan.size();
-  const Clock::time_point start = Clock::now();
-  while (phase.steps < 3 || since(start) < o.seconds) {
+  const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  while (phase.steps < 3 || seconds_since(start) < o.seconds) {
     run(plan[next], true);
     next = (next + 1) % plan.size();
   }
-  phase.seconds = since(start);
+  phase.seconds = seconds_since(start);
   phase.peak_rss_mb = peak_rss_mb();
   return phase;
 }

@@ -61,24 +61,4 @@ class Int8Matrix {
   std::vector<float> neg_sums_;       // (n) −Σ_p q[j, p] (exact in float), for the zero point's correction
 };
 
-// x's rows quantized: q = clamp(round(x / scale) + zero, 0, 255) with
-// scale = (max(x, 0) − min(x, 0)) / 255 per row (1 for a row of zeros), so
-// that 0 is exact. Rows are ld bytes apart (k rounded up to 4, the padding
-// zero). Every isa gives the same bytes.
-struct QuantizedRows {
-  Index rows = 0, cols = 0, ld = 0;
-  AlignedVector<std::uint8_t> values;  // (rows, ld)
-  std::vector<float> scales;           // (rows)
-  std::vector<std::int32_t> zeros;     // (rows)
-  void set_row(Index i, float scale, float zero) {
-    scales[static_cast<std::size_t>(i)] = scale;
-    zeros[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(zero);
-  }
-};
-void quantize_rows(const CRef<float>& x, QuantizedRows& out, Int8Isa isa = int8_best_isa());
-
-// Symmetric per-row int8 of a float matrix (n, k): scale[j] = max|w[j]| / 127
-// (1 for a row of zeros), q = round(w / scale) in [−127, 127].
-void quantize_symmetric(const CRef<float>& w, std::int8_t* values, float* scales);
-
 }  // namespace zibert

@@ -2,6 +2,7 @@
 // generated (or given) texts, set against a matrix-product ceiling measured in
 // the same run with the same threads.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 
 #include "zibert/model/batch.hpp"
 #include "zibert/model/bert.hpp"
+#include "zibert/model/classifier.hpp"
 
 namespace zibert {
 
@@ -40,6 +42,7 @@ struct BenchPhase {
   std::int64_t padded_tokens = 0;  // tokens processed, padding included
   double flops = 0;                // matrix and attention FLOPs over the real tokens
   double peak_rss_mb = 0;          // peak resident memory during the phase
+  double examples_per_s() const { return seconds > 0 ? double(examples) / seconds : 0; }
 };
 
 struct BenchResult {
@@ -85,6 +88,17 @@ double peak_rss_mb();
 bool reset_peak_rss();
 
 BenchResult run_bench(const BenchOptions& options);
+// Seconds since start: what every phase times with.
+double seconds_since(std::chrono::steady_clock::time_point start);
+// Inference as classify runs it: the Predictor over every text of d (by the
+// model's int8 products when it is quantized), in whole passes (at least one,
+// then until options.seconds have passed), after a short untimed one.
+BenchPhase bench_infer_phase(const BenchOptions& options, const Classifier& model, const SequenceSet& d);
+// bench --int8: the model and its quantized twin in kInt8Rounds alternating
+// rounds (this machine is shared and noisy); result.infer and
+// result.infer_int8 get each one's median round, result.int8_isa the path.
+void bench_int8_phases(const BenchOptions& options, const Classifier& model, const SequenceSet& d,
+                       BenchResult& result);
 // The masked-LM phase of run_bench (bench --mlm) on the texts of d, packed.
 BenchPhase bench_mlm_phase(const BenchOptions& options, const ModelConfig& config, Bert<float>& encoder,
                            const SequenceSet& d);
