@@ -271,7 +271,9 @@ const char* int8_isa_name(Int8Isa isa) {
   }
 }
 
-bool int8_isa_available(Int8Isa isa) {
+namespace {
+
+bool detect(Int8Isa isa) {
 #if defined(ZIBERT_X86)
   switch (isa) {
     case Int8Isa::avx512_vnni:
@@ -285,6 +287,16 @@ bool int8_isa_available(Int8Isa isa) {
 #else
   return isa == Int8Isa::scalar;
 #endif
+}
+
+}  // namespace
+
+bool int8_isa_available(Int8Isa isa) {
+  // Asked once per path and kept: every product checks its path, and CPUID
+  // (AVX-VNNI's test) is slow, under a hypervisor a trap.
+  static const bool available[] = {detect(Int8Isa::scalar), detect(Int8Isa::avx2), detect(Int8Isa::avx_vnni),
+                                   detect(Int8Isa::avx512_vnni)};
+  return available[static_cast<int>(isa)];
 }
 
 Int8Isa int8_best_isa() {
@@ -308,7 +320,7 @@ Int8Isa int8_isa() {
 }
 
 Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, Index k, Int8Isa isa)
-    : n_(n), k_(k), isa_(isa), values_(values, values + n * k), scales_(scales, scales + n), neg_sums_(n, 0.0f) {
+    : n_(n), k_(k), isa_(isa), scales_(scales, scales + n), neg_sums_(n, 0.0f) {
   if (k > kInt8MaxDepth)
     throw Error("an int8 product of depth " + std::to_string(k) + " could overflow its int32 sums (at most " +
                 std::to_string(kInt8MaxDepth) + ")");
@@ -320,6 +332,7 @@ Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, 
     for (Index q = 0; q < k; ++q) sum += values[j * k + q];
     neg_sums_[j] = -static_cast<float>(sum);  // exact: |sum| <= 127 k < 2^24
   }
+  if (isa == Int8Isa::scalar) values_.assign(values, values + n * k);  // the other paths keep only their packing
   if (isa == Int8Isa::avx512_vnni) pack_groups(values, n, k, 32, packed_);
   if (isa == Int8Isa::avx_vnni) pack_groups(values, n, k, 16, packed_);
 #if defined(ZIBERT_X86)

@@ -54,7 +54,7 @@ class Int8Matrix {
  private:
   Index n_ = 0, k_ = 0;
   Int8Isa isa_ = Int8Isa::scalar;
-  std::vector<std::int8_t> values_;   // (n, k) as given (the scalar path)
+  std::vector<std::int8_t> values_;   // scalar: (n, k) as given
   AlignedVector<std::int8_t> packed_; // (avx)512_vnni: panels of 32 (16) columns, per 4 depths 4 bytes each
   AlignedVector<std::int16_t> wide_;  // avx2: panels of 16 columns, per 2 depths 16 x 2 int16
   std::vector<float> scales_;         // (n)
