@@ -1,9 +1,10 @@
 // Int8 matrix products for quantized inference: y = x Wᵀ + b with W int8
 // (symmetric, one float scale per output row) and x quantized per row on the
-// fly to u8 with a zero point. The sums run in int32 and are exact, so every
-// path gives the same int32 sums as the scalar reference; the scales, the
-// zero point's correction and the bias are folded into the store with the
-// same float operations on every path, so the outputs agree bit for bit.
+// fly to u8 with a zero point (quantize_rows.hpp). The sums run in int32 and
+// are exact, so every path gives the same int32 sums as the scalar
+// reference; the scales, the zero point's correction and the bias are folded
+// into the store with the same float operations on every path, so the
+// outputs agree bit for bit.
 //
 // Paths, chosen at run time from CPUID (one binary runs everywhere):
 //  - avx512_vnni: vpdpbusd, 4 u8·s8 products per int32 lane, tiles of 14 x 32;
