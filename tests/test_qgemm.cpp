@@ -38,17 +38,18 @@ Weights quantized(const MF& w) {
 
 TEST_CASE("every int8 kernel equals the scalar reference bit for bit at every tile edge", "[qgemm]") {
   std::vector<Int8Isa> paths;
-  for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni})
+  for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni, Int8Isa::amx_int8})
     if (int8_isa_available(isa)) paths.push_back(isa);
     else WARN("this CPU has no " << int8_isa_name(isa) << ": its kernel is not tested here");
   REQUIRE(int8_isa_available(Int8Isa::scalar));
   std::uint64_t seed = 1;
   int cases = 0;
-  // Around the 14- and 6-row tiles, the 32- and 16-column panels (and their
-  // halves), the 98-row block, depths that are not multiples of 4 or 2.
-  for (Index m : {1, 5, 6, 7, 13, 14, 15, 97, 99, 200})
+  // Around the 14- and 6-row tiles, AMX's 16-row tiles and 32-row blocks, the
+  // 32- and 16-column panels (and their halves), the 98- and 128-row blocks,
+  // depths that are not multiples of 4 or 2, AMX's 64-depth blocks.
+  for (Index m : {1, 5, 6, 7, 13, 14, 15, 16, 17, 31, 32, 33, 97, 99, 129, 200})
     for (Index n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 70})
-      for (Index k : {1, 2, 3, 4, 5, 63, 130}) {
+      for (Index k : {1, 2, 3, 4, 5, 63, 64, 65, 130}) {
         const MF x = random_float(m, k, seed++, (m + k) % 3 == 0 ? 0.3 : 0.0);  // skewed rows too
         const Weights w = quantized(random_float(n, k, seed++));
         const MF bias = random_float(1, n, seed++);
@@ -125,7 +126,7 @@ TEST_CASE("quantize_rows gives the same bytes on every path", "[qgemm]") {
     const MF x = random_float(9, k, 40 + k, k % 2 ? 0.4 : -0.4);
     QuantizedRows want, got;
     quantize_rows(x, want, Int8Isa::scalar);
-    for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni}) {
+    for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni, Int8Isa::amx_int8}) {
       if (!int8_isa_available(isa)) continue;
       quantize_rows(x, got, isa);
       INFO(int8_isa_name(isa) << " k=" << k);

@@ -192,7 +192,7 @@ TEST_CASE("the shipped detector quantized agrees with float32 on the demo texts"
                                   s1 = with_specials(q.tokenizer.ids(texts[1]), q.config.max_len);
   const Batch batch = pack_batch({&s0, &s1}, {});
   const MatR<float> ref = infer_forward<float>(q.net, batch, caches[0], nullptr, Int8Net(q, Int8Isa::scalar));
-  for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni}) {
+  for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni, Int8Isa::amx_int8}) {
     if (!int8_isa_available(isa)) {
       WARN("this CPU has no " << int8_isa_name(isa) << ": its path is not run");
       continue;
@@ -256,7 +256,7 @@ TEST_CASE("zibert quantize, and the commands that take an int8 model", "[quantiz
   REQUIRE(la.size() == lb.size());
   for (std::size_t i = 0; i < la.size(); ++i) CHECK(la[i].substr(0, la[i].find('\t')) == lb[i].substr(0, lb[i].find('\t')));
   // Every int8 path through the CLI: byte-identical output.
-  for (const char* isa : {"scalar", "avx2", "avx-vnni", "avx512-vnni"}) {
+  for (const char* isa : {"scalar", "avx2", "avx-vnni", "avx512-vnni", "amx-int8"}) {
     RunResult p = run_shell("ZIBERT_INT8_ISA=" + std::string(isa) + " " ZIBERT_BIN " classify -m " + q + " " + texts);
     if (p.status == 2 && p.err.find("cannot run") != std::string::npos) continue;  // not on this CPU
     INFO(isa << ": " << p.err);
@@ -265,7 +265,7 @@ TEST_CASE("zibert quantize, and the commands that take an int8 model", "[quantiz
   }
   RunResult bad_isa = run_shell("ZIBERT_INT8_ISA=sse9 " ZIBERT_BIN " classify -m " + q + " " + texts);
   CHECK(bad_isa.status == 2);
-  CHECK_THAT(bad_isa.err, Catch::Contains("choose avx512-vnni, avx-vnni, avx2 or scalar"));
+  CHECK_THAT(bad_isa.err, Catch::Contains("choose amx-int8, avx512-vnni, avx-vnni, avx2 or scalar"));
   RunResult e = run_zibert("eval -m " + q + " --data " + demo + " --json");
   REQUIRE(e.status == 0);
   CHECK(nlohmann::json::parse(e.out)["accuracy"].get<double>() == 1.0);

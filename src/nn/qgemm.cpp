@@ -10,6 +10,7 @@
 
 #include "zibert/base/error.hpp"
 #include "zibert/nn/quantize_rows.hpp"
+#include "qgemm_kernels.hpp"
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -19,29 +20,13 @@
 
 namespace zibert {
 
+using namespace qgemm_detail;
+
 namespace {
 
-constexpr Index kRowBlock = 98;  // rows of x per block: a multiple of both tiles' heights' lcm, 98 x k bytes in L2
-
-// One output element from its exact int32 sum, by the float operations every
-// path uses: the zero point's correction as one fused multiply-add (exact
-// while |sum| < 2^24, as for depths up to 516: then it is sum − zero·wsum
-// rounded once), then the product of the scales and the bias as another.
-// neg_wsum is −Σ_p q[j, p] as a float (exact).
-inline float store_value(std::int32_t sum, std::int32_t zero, float neg_wsum, float xscale, float wscale,
-                         float bias) {
-  const float s = std::fma(static_cast<float>(zero), neg_wsum, static_cast<float>(sum));
-  return std::fma(s, xscale * wscale, bias);
-}
-
-struct Product {
-  const QuantizedRows& x;
-  const float* scales;       // (n) the weights'
-  const float* neg_sums;     // (n) −Σ_p q[j, p]
-  const float* bias;         // (n) or nullptr
-  float* y;
-  Index ldy, n, k;
-};
+// Rows of x per block (a thread's unit, k bytes each in L2): a multiple of
+// the 14-row tile; AMX's, of its 32-row blocks (and each block configures the tiles once).
+constexpr Index kRowBlock = 98, kAmxRowBlock = 128;
 
 void scalar_rows(const Product& p, const std::int8_t* w, Index i0, Index i1) {
   for (Index i = i0; i < i1; ++i) {
@@ -58,11 +43,6 @@ void scalar_rows(const Product& p, const std::int8_t* w, Index i0, Index i1) {
 
 #if defined(ZIBERT_X86)
 
-inline std::int32_t load32(const void* p) {
-  std::int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // --- AVX-512 VNNI: tiles of 14 rows x 32 columns, 28 int32 accumulators ---
 
@@ -88,28 +68,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni"))) void vnni_tile(
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], av, b[v]);
     }
   }
-  __mmask16 mask[kVecs];
-  __m512 wsum[kVecs], wscale[kVecs], bias[kVecs];
-  for (int v = 0; v < kVecs; ++v) {
-    const Index left = cols - 16 * v;
-    mask[v] = static_cast<__mmask16>(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
-    wsum[v] = _mm512_maskz_loadu_ps(mask[v], p.neg_sums + col0 + 16 * v);
-    wscale[v] = _mm512_maskz_loadu_ps(mask[v], p.scales + col0 + 16 * v);
-    bias[v] = p.bias ? _mm512_maskz_loadu_ps(mask[v], p.bias + col0 + 16 * v) : _mm512_setzero_ps();
-  }
-#pragma GCC unroll 14
-  for (int r = 0; r < kVnniMr; ++r) {
-    if (r >= rows) break;
-    const __m512 zero = _mm512_set1_ps(static_cast<float>(p.x.zeros[row0 + r]));
-    const __m512 xscale = _mm512_set1_ps(p.x.scales[row0 + r]);
-    float* out = p.y + (row0 + r) * p.ldy + col0;
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) {
-      const __m512 s = _mm512_fmadd_ps(zero, wsum[v], _mm512_cvtepi32_ps(acc[r][v]));
-      const __m512 f = _mm512_fmadd_ps(s, _mm512_mul_ps(xscale, wscale[v]), bias[v]);
-      _mm512_mask_storeu_ps(out + 16 * v, mask[v], f);
-    }
-  }
+  vnni_store<kVnniMr, kVecs>(p, acc, rows, row0, col0, cols);
 }
 
 void vnni_rows(const Product& p, const std::int8_t* packed, Index i0, Index i1) {
@@ -250,20 +209,21 @@ bool cpu_has_avx_vnni() {
 
 #endif  // ZIBERT_X86
 
-// The weights in groups of 4 depths per column, in panels of `panel` columns:
-// element (j, q) at ((j / panel) * groups + q / 4) * 4 * panel + (j % panel) * 4 + q % 4.
-void pack_groups(const std::int8_t* values, Index n, Index k, Index panel, AlignedVector<std::int8_t>& out) {
-  const Index groups = (k + 3) / 4, panels = (n + panel - 1) / panel;
+}  // namespace
+
+void qgemm_detail::pack_groups(const std::int8_t* values, Index n, Index k, Index panel, Index group_multiple,
+                               AlignedVector<std::int8_t>& out) {
+  const Index groups = ((k + 3) / 4 + group_multiple - 1) / group_multiple * group_multiple;
+  const Index panels = (n + panel - 1) / panel;
   out.assign(static_cast<std::size_t>(panels * groups * 4 * panel), 0);
   for (Index j = 0; j < n; ++j)
     for (Index q = 0; q < k; ++q)
       out[((j / panel) * groups + q / 4) * 4 * panel + (j % panel) * 4 + q % 4] = values[j * k + q];
 }
 
-}  // namespace
-
 const char* int8_isa_name(Int8Isa isa) {
   switch (isa) {
+    case Int8Isa::amx_int8: return "amx-int8";
     case Int8Isa::avx512_vnni: return "avx512-vnni";
     case Int8Isa::avx_vnni: return "avx-vnni";
     case Int8Isa::avx2: return "avx2";
@@ -279,6 +239,7 @@ bool detect(Int8Isa isa) {
     case Int8Isa::avx512_vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    case Int8Isa::amx_int8: return detect(Int8Isa::avx512_vnni) && amx_usable();
     case Int8Isa::avx_vnni:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_avx_vnni();
     case Int8Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -295,12 +256,13 @@ bool int8_isa_available(Int8Isa isa) {
   // Asked once per path and kept: every product checks its path, and CPUID
   // (AVX-VNNI's test) is slow, under a hypervisor a trap.
   static const bool available[] = {detect(Int8Isa::scalar), detect(Int8Isa::avx2), detect(Int8Isa::avx_vnni),
-                                   detect(Int8Isa::avx512_vnni)};
+                                   detect(Int8Isa::avx512_vnni), detect(Int8Isa::amx_int8)};
   return available[static_cast<int>(isa)];
 }
 
 Int8Isa int8_best_isa() {
-  static const Int8Isa best = int8_isa_available(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni
+  static const Int8Isa best = int8_isa_available(Int8Isa::amx_int8)      ? Int8Isa::amx_int8
+                              : int8_isa_available(Int8Isa::avx512_vnni) ? Int8Isa::avx512_vnni
                               : int8_isa_available(Int8Isa::avx_vnni)  ? Int8Isa::avx_vnni
                               : int8_isa_available(Int8Isa::avx2)      ? Int8Isa::avx2
                                                                        : Int8Isa::scalar;
@@ -316,7 +278,7 @@ Int8Isa int8_isa() {
       throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": this CPU cannot run that path");
     return isa;
   }
-  throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": choose avx512-vnni, avx-vnni, avx2 or scalar");
+  throw Error(std::string("ZIBERT_INT8_ISA=") + env + ": choose amx-int8, avx512-vnni, avx-vnni, avx2 or scalar");
 }
 
 Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, Index k, Int8Isa isa)
@@ -333,8 +295,9 @@ Int8Matrix::Int8Matrix(const std::int8_t* values, const float* scales, Index n, 
     neg_sums_[j] = -static_cast<float>(sum);  // exact: |sum| <= 127 k < 2^24
   }
   if (isa == Int8Isa::scalar) values_.assign(values, values + n * k);  // the other paths keep only their packing
-  if (isa == Int8Isa::avx512_vnni) pack_groups(values, n, k, 32, packed_);
-  if (isa == Int8Isa::avx_vnni) pack_groups(values, n, k, 16, packed_);
+  if (isa == Int8Isa::avx512_vnni) pack_groups(values, n, k, 32, 1, packed_);
+  if (isa == Int8Isa::avx_vnni) pack_groups(values, n, k, 16, 1, packed_);
+  if (isa == Int8Isa::amx_int8) pack_groups(values, n, k, 16, 16, packed_);
 #if defined(ZIBERT_X86)
   if (isa == Int8Isa::avx2) {
     // Panel of 16 columns; per pair of depths, column c's two int16 at c * 2.
@@ -357,18 +320,19 @@ void Int8Matrix::multiply(const CRef<float>& x, float* y, Index ldy, const float
   const Product p{q, scales_.data(), neg_sums_.data(), bias, y, ldy, n_, k_};
   auto rows = [&](Index i0, Index i1) {
 #if defined(ZIBERT_X86)
+    if (isa_ == Int8Isa::amx_int8) return amx_rows(p, packed_.data(), i0, i1);
     if (isa_ == Int8Isa::avx512_vnni) return vnni_rows(p, packed_.data(), i0, i1);
     if (isa_ == Int8Isa::avx_vnni) return avx_vnni_rows(p, packed_.data(), i0, i1);
     if (isa_ == Int8Isa::avx2) return avx2_rows(p, wide_.data(), i0, i1);
 #endif
     scalar_rows(p, values_.data(), i0, i1);
   };
-  const Index blocks = (m + kRowBlock - 1) / kRowBlock;
+  const Index block = isa_ == Int8Isa::amx_int8 ? kAmxRowBlock : kRowBlock, blocks = (m + block - 1) / block;
   if (threads > 1 && blocks > 1 && !omp_in_parallel()) {
 #pragma omp parallel for schedule(static) num_threads(threads)
-    for (Index b = 0; b < blocks; ++b) rows(b * kRowBlock, std::min(m, (b + 1) * kRowBlock));
+    for (Index b = 0; b < blocks; ++b) rows(b * block, std::min(m, (b + 1) * block));
   } else {
-    for (Index b = 0; b < blocks; ++b) rows(b * kRowBlock, std::min(m, (b + 1) * kRowBlock));
+    for (Index b = 0; b < blocks; ++b) rows(b * block, std::min(m, (b + 1) * block));
   }
 }
 

@@ -163,14 +163,14 @@ void quantize_rows(const CRef<float>& x, QuantizedRows& out, Int8Isa isa) {
   out.rows = m;
   out.cols = k;
   out.ld = ld;
-  const std::size_t need = static_cast<std::size_t>((m + kQuantizedPadRows) * ld);
+  const std::size_t need = static_cast<std::size_t>((m + kQuantizedPadRows) * ld + kQuantizedPadBytes);
   if (out.values.size() < need) out.values.resize(need);
   out.scales.resize(static_cast<std::size_t>(m));
   out.zeros.resize(static_cast<std::size_t>(m));
   // The padding past k stays zero: it is written only here.
   for (Index i = 0; i < m + kQuantizedPadRows; ++i) std::fill(out.values.data() + i * ld + k, out.values.data() + (i + 1) * ld, 0);
 #if defined(ZIBERT_X86)
-  if (isa == Int8Isa::avx512_vnni) return quantize_rows_avx512(x, out);
+  if (isa == Int8Isa::avx512_vnni || isa == Int8Isa::amx_int8) return quantize_rows_avx512(x, out);
   if (isa == Int8Isa::avx2 || isa == Int8Isa::avx_vnni) return quantize_rows_avx2(x, out);
 #endif
   for (Index i = 0; i < m; ++i) {

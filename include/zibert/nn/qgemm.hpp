@@ -7,6 +7,8 @@
 // outputs agree bit for bit.
 //
 // Paths, chosen at run time from CPUID (one binary runs everywhere):
+//  - amx_int8: AMX tiles (tdpbusd, 16 x 16 x 64 per instruction), blocks of
+//    32 x 32, the store AVX-512's (CPUs with AMX-INT8, where the OS allows);
 //  - avx512_vnni: vpdpbusd, 4 u8·s8 products per int32 lane, tiles of 14 x 32;
 //  - avx_vnni: the same instruction on 256 bits (CPUs with AVX-VNNI but not
 //    AVX-512), tiles of 6 x 16;
@@ -21,13 +23,13 @@
 
 namespace zibert {
 
-enum class Int8Isa { scalar, avx2, avx_vnni, avx512_vnni };
-inline constexpr Int8Isa kInt8Isas[] = {Int8Isa::avx512_vnni, Int8Isa::avx_vnni, Int8Isa::avx2, Int8Isa::scalar};
+enum class Int8Isa { scalar, avx2, avx_vnni, avx512_vnni, amx_int8 };
+inline constexpr Int8Isa kInt8Isas[] = {Int8Isa::amx_int8, Int8Isa::avx512_vnni, Int8Isa::avx_vnni, Int8Isa::avx2, Int8Isa::scalar};
 const char* int8_isa_name(Int8Isa isa);
 bool int8_isa_available(Int8Isa isa);  // this CPU (and OS) runs it
 Int8Isa int8_best_isa();               // the fastest available
-// The path int8 inference takes: $ZIBERT_INT8_ISA (avx512-vnni, avx-vnni, avx2
-// or scalar: for comparing paths, or a CPU whose fastest path is suspect) when
+// The path int8 inference takes: $ZIBERT_INT8_ISA (amx-int8, avx512-vnni,
+// avx-vnni, avx2 or scalar: for comparing paths, or a CPU whose fastest path is suspect) when
 // set, else int8_best_isa(). Throws Error on an unknown or unavailable name.
 Int8Isa int8_isa();
 
@@ -56,7 +58,8 @@ class Int8Matrix {
   Index n_ = 0, k_ = 0;
   Int8Isa isa_ = Int8Isa::scalar;
   std::vector<std::int8_t> values_;   // scalar: (n, k) as given
-  AlignedVector<std::int8_t> packed_; // (avx)512_vnni: panels of 32 (16) columns, per 4 depths 4 bytes each
+  AlignedVector<std::int8_t> packed_; // (avx)512_vnni: panels of 32 (16) columns, per 4 depths 4 bytes each;
+                                      // amx_int8: panels of 16, depths padded to 64
   AlignedVector<std::int16_t> wide_;  // avx2: panels of 16 columns, per 2 depths 16 x 2 int16
   std::vector<float> scales_;         // (n)
   std::vector<float> neg_sums_;       // (n) −Σ_p q[j, p] (exact in float), for the zero point's correction

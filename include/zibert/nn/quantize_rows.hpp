@@ -11,8 +11,11 @@
 
 namespace zibert {
 
-// Rows past the last that a product's kernel may read (never stores): its tallest tile.
-inline constexpr Index kQuantizedPadRows = 14;
+// Rows past the last that a product's kernel may read (never stores): its
+// tallest tile (AMX's 16 rows); and the bytes past those that an AMX tile's
+// 64-byte rows may read when the depth is not a multiple of 64 (they meet
+// the weights' zero padding, so their values never count).
+inline constexpr Index kQuantizedPadRows = 16, kQuantizedPadBytes = 64;
 
 // x's rows quantized: q = clamp(round(x / scale) + zero, 0, 255) with
 // scale = (max(x, 0) − min(x, 0)) / 255 per row (1 for a row of zeros), so
@@ -20,7 +23,7 @@ inline constexpr Index kQuantizedPadRows = 14;
 // zero). Every isa gives the same bytes.
 struct QuantizedRows {
   Index rows = 0, cols = 0, ld = 0;
-  AlignedVector<std::uint8_t> values;  // (rows + kQuantizedPadRows, ld): the kernels' tiles may read past the last row
+  AlignedVector<std::uint8_t> values;  // (rows + kQuantizedPadRows, ld) + kQuantizedPadBytes: tiles read past the last row
   std::vector<float> scales;           // (rows)
   std::vector<std::int32_t> zeros;     // (rows)
   void set_row(Index i, float scale, float zero) {

@@ -1,0 +1,116 @@
+// The int8 product on AMX (Sapphire Rapids and later): tdpbusd multiplies a
+// 16 x 64 tile of u8 by a 64 x 16 tile of s8 into 16 x 16 int32 sums, 16,384
+// multiply-adds an instruction. Blocks of 32 x 32 outputs keep four
+// accumulator tiles, two of x and two of the weights; the sums go through
+// memory to the same store as the AVX-512 VNNI path, so the outputs are the
+// same bits.
+#include "qgemm_kernels.hpp"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+#include <algorithm>
+
+namespace zibert::qgemm_detail {
+
+namespace {
+
+// The tile registers' shapes (palette 1): ldtilecfg's 64-byte operand.
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  std::uint16_t colsb[16] = {};
+  std::uint8_t rows[16] = {};
+};
+
+constexpr Index kDepthBlock = 64;                  // bytes of a tile row: 16 groups of 4 depths
+constexpr Index kPanelBlock = kDepthBlock * 16;    // one depth block of a 16-column panel
+
+// One block of up to 32 rows x 32 columns: tiles 0-3 sum it (0 top left, 1
+// top right, 2 bottom left, 3 bottom right), 4-5 hold x's two row tiles,
+// 6-7 the weights' two column tiles. Rows past `rows` are summed from the
+// buffer's padding and never stored.
+template <bool kTwoRows, bool kTwoCols>
+__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) void amx_block(
+    const Product& p, const std::int8_t* panel, Index panel_bytes, Index blocks, Index row0, Index rows, Index col0,
+    Index cols) {
+  const Index lda = p.x.ld;
+  const std::uint8_t* a = p.x.values.data() + row0 * lda;
+  _tile_zero(0);
+  if constexpr (kTwoCols) _tile_zero(1);
+  if constexpr (kTwoRows) _tile_zero(2);
+  if constexpr (kTwoRows && kTwoCols) _tile_zero(3);
+  for (Index b = 0; b < blocks; ++b) {
+    _tile_loadd(4, a + b * kDepthBlock, lda);
+    _tile_loadd(6, panel + b * kPanelBlock, 64);
+    _tile_dpbusd(0, 4, 6);
+    if constexpr (kTwoCols) {
+      _tile_loadd(7, panel + panel_bytes + b * kPanelBlock, 64);
+      _tile_dpbusd(1, 4, 7);
+    }
+    if constexpr (kTwoRows) {
+      _tile_loadd(5, a + 16 * lda + b * kDepthBlock, lda);
+      _tile_dpbusd(2, 5, 6);
+      if constexpr (kTwoCols) _tile_dpbusd(3, 5, 7);
+    }
+  }
+  alignas(64) std::int32_t sums[32][32];  // (rows, columns) of the block
+  constexpr long kLd = 32 * sizeof(std::int32_t);
+  _tile_stored(0, &sums[0][0], kLd);
+  if constexpr (kTwoCols) _tile_stored(1, &sums[0][16], kLd);
+  if constexpr (kTwoRows) _tile_stored(2, &sums[16][0], kLd);
+  if constexpr (kTwoRows && kTwoCols) _tile_stored(3, &sums[16][16], kLd);
+  constexpr int kVecs = kTwoCols ? 2 : 1;
+  for (Index half = 0; half < (kTwoRows ? 2 : 1); ++half) {
+    __m512i acc[16][kVecs];
+    for (int r = 0; r < 16; ++r)
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_load_si512(&sums[16 * half + r][16 * v]);
+    vnni_store<16, kVecs>(p, acc, std::min<Index>(16, rows - 16 * half), row0 + 16 * half, col0, cols);
+  }
+}
+
+}  // namespace
+
+bool amx_usable() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!((edx >> 24) & 1u) || !((edx >> 25) & 1u)) return false;  // AMX-TILE, AMX-INT8
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !((ecx >> 27) & 1u)) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if (((lo >> 17) & 3u) != 3u) return false;  // XCR0: XTILECFG and XTILEDATA
+#if defined(__linux__)
+  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) void amx_rows(const Product& p,
+                                                                                 const std::int8_t* packed,
+                                                                                 Index i0, Index i1) {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) config.rows[t] = 16, config.colsb[t] = 64;
+  _tile_loadconfig(&config);
+  const Index blocks = (p.k + kDepthBlock - 1) / kDepthBlock, panel_bytes = blocks * kPanelBlock;
+  for (Index i = i0; i < i1; i += 32) {
+    const Index rows = std::min<Index>(32, i1 - i);
+    for (Index j0 = 0; j0 < p.n; j0 += 32) {
+      const std::int8_t* panel = packed + (j0 / 16) * panel_bytes;
+      const Index cols = std::min<Index>(32, p.n - j0);
+      if (rows > 16 && cols > 16) amx_block<true, true>(p, panel, panel_bytes, blocks, i, rows, j0, cols);
+      else if (rows > 16) amx_block<true, false>(p, panel, panel_bytes, blocks, i, rows, j0, cols);
+      else if (cols > 16) amx_block<false, true>(p, panel, panel_bytes, blocks, i, rows, j0, cols);
+      else amx_block<false, false>(p, panel, panel_bytes, blocks, i, rows, j0, cols);
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace zibert::qgemm_detail
+
+#endif  // __x86_64__
