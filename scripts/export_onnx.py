@@ -4,7 +4,8 @@ that other runtimes (ONNX Runtime, ...) can run zibert models.
 
 The graph takes `ids` (batch, seq) int64 -- [CLS] text [SEP] padded with
 [PAD] = 0, as zibert's tokenizer makes them -- and gives `probs` (batch,
-labels). An int8 zibert model is exported with its dequantized weights
+labels), tempered by the model's calibration when it has one, as zibert
+classify prints them. An int8 zibert model is exported with its dequantized weights
 (float32 graph). With --int8, the float32 graph is rewritten as ONNX
 Runtime's dynamic quantization writes it: each MatMul by a constant weight
 becomes DynamicQuantizeLinear (u8 activations, one scale per tensor) +
@@ -88,13 +89,17 @@ def torch_model(meta, tensors):
     m.load_state_dict(sd)
     m.eval()
 
+    # A calibrated model's temperature divides the logits, as zibert applies it.
+    temperature = float(json.loads(meta["calibration"])["temperature"]) if "calibration" in meta else 1.0
+
     class Probs(torch.nn.Module):
         def __init__(self, bert):
             super().__init__()
             self.bert = bert
 
         def forward(self, ids):
-            return torch.softmax(self.bert(ids), dim=-1)
+            logits = self.bert(ids)
+            return torch.softmax(logits / temperature if temperature != 1.0 else logits, dim=-1)
 
     return Probs(m), c
 

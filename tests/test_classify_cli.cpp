@@ -93,6 +93,122 @@ TEST_CASE("filter mode prints matching lines unchanged like grep with -n -c -q -
   }
 }
 
+TEST_CASE("classify -v inverts the match, -n numbers every record, JSONL filters keep records, and a flag that would do "
+          "nothing is refused", "[classify]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/a.txt", "他们点了一坛佛跳墙\n狗急跳墙\n\n佛跳牆年菜\n");
+  RunResult r = run_shell("cd " + dir + " && " + kZ + " classify --filter -v -n a.txt");
+  CHECK(r.status == 0);
+  CHECK(r.out == "2:狗急跳墙\n3:\n");
+  r = run_shell("cd " + dir + " && " + kZ + " classify -c --invert-match a.txt");
+  CHECK(r.out == "2\n");
+  // -n without --filter: a first column of line numbers (after -H's file column).
+  r = run_shell("cd " + dir + " && " + kZ + " classify -n --no-text a.txt");
+  std::vector<std::string> rows = lines_of(r.out);
+  REQUIRE(rows.size() == 4);
+  CHECK_THAT(rows[0], Catch::Matches("1\t1\t[01]\\.[0-9]{4}"));
+  CHECK_THAT(rows[1], Catch::Matches("2\t0\t[01]\\.[0-9]{4}"));
+  r = run_shell("cd " + dir + " && " + kZ + " classify -n -H a.txt");
+  CHECK(lines_of(r.out)[3].starts_with("a.txt\t4\t1\t"));
+  // --format jsonl --filter: the matching lines' records, with their line numbers.
+  r = run_shell("cd " + dir + " && " + kZ + " classify --format jsonl --filter a.txt");
+  rows = lines_of(r.out);
+  REQUIRE(rows.size() == 2);
+  CHECK(nlohmann::json::parse(rows[0])["line"] == 1);
+  CHECK(nlohmann::json::parse(rows[1])["line"] == 4);
+  CHECK(nlohmann::json::parse(rows[1])["text"] == "佛跳牆年菜");
+  CHECK(nlohmann::json::parse(rows[1])["logit"].get<double>() > 0);
+  r = run_shell("cd " + dir + " && " + kZ + " classify --format jsonl --filter -v --no-text a.txt");
+  rows = lines_of(r.out);
+  REQUIRE(rows.size() == 2);
+  CHECK(!nlohmann::json::parse(rows[0]).contains("text"));
+  CHECK(nlohmann::json::parse(rows[0])["label"] == "0");
+  // --document --format jsonl --filter: the matching files' records.
+  r = run_shell("cd " + dir + " && " + kZ + " classify --document --format jsonl --filter a.txt");
+  CHECK(nlohmann::json::parse(r.out)["file"] == "a.txt");
+
+  const std::pair<const char*, const char*> refused[] = {
+      {"-v a.txt", "-v/--invert-match inverts what --filter, -c or -q match"},
+      {"--label 1 a.txt", "--label chooses what --filter, -c and -q match"},
+      {"-c -q a.txt", "-c/--count and -q/--quiet"},
+      {"--format jsonl -c a.txt", "--format jsonl: -c and -q print counts or nothing"},
+      {"-H -q a.txt", "-H/--with-filename: -q prints nothing"},
+      {"-n -c a.txt", "-n/--line-number: -c and -q print no lines"},
+      {"-n --document a.txt", "-n/--line-number: --document classifies whole files"},
+      {"--no-text --document a.txt", "--no-text: --document prints no text already"},
+      {"--no-text --filter a.txt", "--no-text: --filter prints the matching lines themselves"},
+      {"-H -h a.txt", "excludes"},
+  };
+  for (const auto& [flags, message] : refused) {
+    r = run_shell("cd " + dir + " && " + kZ + " classify " + flags);
+    INFO(flags << ": " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Catch::Contains(message));
+  }
+}
+
+TEST_CASE("classify -k lists the top labels and a multi-class --threshold the labels that reach it, as fastText's "
+          "predict-prob", "[classify]") {
+  std::string dir = temp_dir();
+  std::string data = "text\tlabel\n";
+  const char* words[] = {"苹果香蕉", "汽车火车", "足球篮球"};
+  const char* names[] = {"fruit", "vehicle", "sport"};
+  for (int i = 0; i < 150; ++i) data += std::string(words[i % 3]) + std::to_string(i % 7) + "\t" + names[i % 3] + "\n";
+  write_text(dir + "/train.tsv", data);
+  RunResult r = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/m.safetensors --epochs 12 --lr 5e-3 "
+                           "--dim 16 --heads 2 --ffn 32 --max-len 16 --threads 2 -q --no-calibration");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  write_text(dir + "/t.txt", "苹果香蕉3\n汽车火车1\n");
+  const std::string m = " -m " + dir + "/m.safetensors ";
+  r = run_zibert("classify -k 2 --no-text" + m + dir + "/t.txt");
+  std::vector<std::string> rows = lines_of(r.out);
+  REQUIRE(rows.size() == 2);
+  CHECK_THAT(rows[0], Catch::Matches("fruit\t[01]\\.[0-9]{4}\t[a-z]+\t[01]\\.[0-9]{4}"));
+  CHECK_THAT(rows[1], Catch::StartsWith("vehicle\t"));
+  r = run_zibert("classify -k 5 --format jsonl" + m + dir + "/t.txt");  // k past the labels: all three
+  nlohmann::json j = nlohmann::json::parse(lines_of(r.out)[0]);
+  REQUIRE(j["top"].size() == 3);
+  CHECK(j["top"][0]["label"] == "fruit");
+  CHECK(j["top"][0]["prob"].get<double>() >= j["top"][1]["prob"].get<double>());
+  CHECK(j["top"][1]["prob"].get<double>() >= j["top"][2]["prob"].get<double>());
+  // A threshold no label reaches: empty pairs in TSV, null in JSONL; one reached by the best only.
+  r = run_zibert("classify --threshold 1 -k 2 --no-text" + m + dir + "/t.txt");
+  CHECK(lines_of(r.out)[0] == "\t\t\t");  // two empty label<TAB>prob pairs
+  r = run_zibert("classify --threshold 1 --format jsonl" + m + dir + "/t.txt");
+  j = nlohmann::json::parse(lines_of(r.out)[0]);
+  CHECK(j["label"].is_null());
+  CHECK(j["top"].empty());
+  RunResult plain = run_zibert("classify --format jsonl" + m + dir + "/t.txt");
+  const double best = nlohmann::json::parse(lines_of(plain.out)[0])["prob"].get<double>();
+  char thr[32];
+  std::snprintf(thr, sizeof thr, "%.4f", best - 0.0001);
+  r = run_zibert("classify -k 3 --format jsonl --threshold " + std::string(thr) + m + dir + "/t.txt");
+  j = nlohmann::json::parse(lines_of(r.out)[0]);
+  CHECK(j["top"].size() >= 1);
+  CHECK(j["label"] == "fruit");
+  // Where -k or a multi-class threshold would do nothing: refused.
+  for (const char* flags : {"-k 2 --filter --label fruit", "-k 2 -c --label fruit", "--threshold 0.3 -c --label fruit"}) {
+    r = run_zibert(std::string("classify ") + flags + m + dir + "/t.txt");
+    INFO(flags << ": " << r.err);
+    CHECK(r.status == 2);
+  }
+  CHECK(run_zibert("classify -k 2 --format jsonl --filter --label fruit" + m + dir + "/t.txt").status == 0);
+  r = run_zibert("eval --threshold 0.3" + m + "--data " + dir + "/train.tsv");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--threshold decides a binary model's positive label"));
+}
+
+TEST_CASE("zibert with no command lists the commands with an example each", "[classify][cli]") {
+  RunResult r = run_shell(kZ);
+  CHECK(r.status == 2);
+  for (const char* name : {"classify", "train", "eval", "pretrain", "embed", "fill-mask", "info", "quantize", "synth",
+                           "explain", "plot", "bench"})
+    CHECK_THAT(r.err, Catch::Contains(std::string("  ") + name + " ") && Catch::Contains(std::string("zibert ") + name));
+  CHECK_THAT(r.err, Catch::Contains("zibert COMMAND --help"));
+}
+
 TEST_CASE("long lines are windowed not truncated: 佛跳墙 at character 5000 of 10000", "[classify]") {
   std::string dir = temp_dir();
   std::string left = repeat(kFiller, 500), right = repeat(kFiller, 499) + "今天的午饭";

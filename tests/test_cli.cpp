@@ -203,6 +203,27 @@ TEST_CASE("the same data and flags and seed and threads give a byte-identical mo
   CHECK(a != read_text(dir + "/c.safetensors"));
 }
 
+TEST_CASE("train --data - reads the training data from stdin, the same model as from the file", "[cli][train]") {
+  std::string dir = temp_dir();
+  REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 300, 4)).status == 0);
+  std::string flags = " --epochs 2 --dim 16 --heads 2 --ffn 32 --max-len 32 --threads 2 -q";
+  REQUIRE(run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/a.safetensors" + flags).status == 0);
+  RunResult r = run_shell("cat " + dir + "/train.tsv | " ZIBERT_BIN " train --data - --out " + dir + "/b.safetensors" + flags);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string texts = "cut -f2 " + dir + "/train.tsv | head -40 > " + dir + "/t.txt";
+  REQUIRE(run_shell(texts).status == 0);
+  RunResult a = run_zibert("classify --format jsonl -m " + dir + "/a.safetensors " + dir + "/t.txt");
+  RunResult b = run_zibert("classify --format jsonl -m " + dir + "/b.safetensors " + dir + "/t.txt");
+  REQUIRE(a.status == 0);
+  CHECK(a.out == b.out);
+  CHECK_THAT(run_zibert("info -m " + dir + "/b.safetensors").out, Catch::Contains("trained on  (standard input)"));
+  // A bad line on stdin is named as stdin's.
+  r = run_shell("printf 'text\\tlabel\\nok\\t1\\nbroken\\n' | " ZIBERT_BIN " train --data - --out " + dir + "/c.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("(standard input):3:"));
+}
+
 TEST_CASE("two attention layers tell 佛跳墙 from 佛 跳 墙 scattered (DESIGN §0)", "[cli][e2e]") {
   std::string dir = temp_dir();
   REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 2000, 1)).status == 0);

@@ -85,8 +85,26 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 
 std::string file_fingerprint(const std::string& path) {
   MappedFile file(path);
+  return bytes_fingerprint(file.bytes());
+}
+
+std::string read_stdin() {
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (got == 0) return out;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw Error(std::string("(standard input): cannot read (") + std::strerror(errno) + ")");
+    }
+    out.append(buf, static_cast<std::size_t>(got));
+  }
+}
+
+std::string bytes_fingerprint(std::string_view bytes) {
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char ch : file.bytes()) {
+  for (char ch : bytes) {
     h ^= static_cast<unsigned char>(ch);
     h *= 0x100000001b3ULL;
   }

@@ -23,7 +23,7 @@ void add_model_option(CLI::App& app, std::string& model);
 void add_threads_option(CLI::App& app, int& threads);
 void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs);  // files, - or none for stdin
 void add_invalid_option(CLI::App& app, std::string& invalid);             // --invalid error|replace
-void add_threshold_option(CLI::App& app, double& threshold);
+CLI::Option* add_threshold_option(CLI::App& app, double& threshold);
 
 using Runner = std::function<int()>;
 Runner setup_train(CLI::App& app);

@@ -64,8 +64,8 @@ void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
 }
 
-void add_threshold_option(CLI::App& app, double& threshold) {
-  app.add_option("--threshold", threshold, "P(positive) needed for the positive label (binary models)")
+CLI::Option* add_threshold_option(CLI::App& app, double& threshold) {
+  return app.add_option("--threshold", threshold, "P(positive) needed for the positive label (binary models)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
 }

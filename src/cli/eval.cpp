@@ -1,9 +1,11 @@
 // zibert eval: score a model on labelled data.
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "cli.hpp"
 #include "zibert/text/dataset.hpp"
+#include "zibert/train/calibrate.hpp"
 #include "zibert/train/metrics.hpp"
 #include "zibert/infer/predictor.hpp"
 
@@ -13,13 +15,16 @@ namespace {
 struct EvalCli {
   std::string model, data;
   double threshold = 0.5;
-  bool json = false;
+  bool json = false, raw_probs = false, threshold_given = false;
   int threads = 0;
 };
 
 int run_eval(const EvalCli& o) {
   apply_threads(o.threads);
   Classifier model = load_classifier(o.model);
+  if (o.threshold_given && !model.binary())
+    throw Error("--threshold decides a binary model's positive label; " + o.model + " has " +
+                std::to_string(model.labels.size()) + " labels and no positive one, so it would do nothing");
   Dataset data = read_dataset(o.data);
   std::set<std::string> unknown;
   for (const Example& ex : data.rows)
@@ -40,11 +45,48 @@ int run_eval(const EvalCli& o) {
     categories.push_back(ex.category);
   }
   Predictor predictor(model, o.threshold);
+  predictor.set_raw_probs(o.raw_probs);
   std::vector<Prediction> preds = predictor.predict_ids(texts);
   std::vector<std::int32_t> predicted;
-  for (const Prediction& p : preds) predicted.push_back(p.label);
+  std::vector<float> probs;
+  for (const Prediction& p : preds) {
+    predicted.push_back(p.label);
+    probs.insert(probs.end(), p.probs.begin(), p.probs.end());
+  }
   Metrics m = compute_metrics(model.labels, gold, predicted, data.has_category ? categories : std::vector<std::string>{});
-  std::string out = o.json ? m.to_json().dump(2) + "\n" : m.to_table();
+  // How well the probabilities mean what they say: raw, and as calibrated.
+  const std::size_t k = model.labels.size();
+  const CalibrationStats used = calibration_stats(probs, k, gold);
+  std::optional<CalibrationStats> raw, tempered;
+  if (model.calibration) {
+    tempered = o.raw_probs ? calibration_stats(score_dataset(model, data, false).probs, k, gold) : used;
+    raw = o.raw_probs ? used : calibration_stats(score_dataset(model, data, true).probs, k, gold);
+  } else {
+    raw = used;
+  }
+  std::string out;
+  if (o.json) {
+    nlohmann::json j = m.to_json();
+    j["calibration"] = {{"temperature", model.calibration ? nlohmann::json(model.calibration->temperature) : nullptr},
+                        {"bins", kCalibrationBins},
+                        {"raw", raw->to_json()},
+                        {"calibrated", tempered ? tempered->to_json() : nlohmann::json(nullptr)},
+                        {"probabilities", o.raw_probs || !model.calibration ? "raw" : "calibrated"}};
+    out = j.dump(2) + "\n";
+  } else {
+    out = m.to_table();
+    char row[160];
+    out += "\ncalibration (" + std::to_string(kCalibrationBins) + " bins)   ECE      Brier    NLL\n";
+    std::snprintf(row, sizeof row, "  raw                    %-8.4f %-8.4f %.4f\n", raw->ece, raw->brier, raw->nll);
+    out += row;
+    if (tempered) {
+      std::snprintf(row, sizeof row, "  temperature %-10.3g %-8.4f %-8.4f %.4f\n", model.calibration->temperature,
+                    tempered->ece, tempered->brier, tempered->nll);
+      out += row;
+    } else {
+      out += "  (no temperature: the model was trained before calibration or with --no-calibration)\n";
+    }
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return kExitOk;
 }
@@ -55,14 +97,21 @@ Runner setup_eval(CLI::App& app) {
   auto o = std::make_shared<EvalCli>();
   app.footer(
       "Score a model on labelled data (same formats as train): accuracy, macro-F1,\n"
-      "per-label precision/recall/F1, confusion matrix, per-category accuracy.\n\n"
+      "per-label precision/recall/F1, confusion matrix, per-category accuracy, and how\n"
+      "well the probabilities are calibrated (ECE over 15 bins, Brier score, NLL), raw\n"
+      "and at the model's temperature.\n\n"
       "Example:\n  zibert eval -m my.safetensors --data test.tsv --json");
   add_model_option(app, o->model);
   app.add_option("--data", o->data, "Labelled data file")->required();
-  add_threshold_option(app, o->threshold);
+  CLI::Option* threshold = add_threshold_option(app, o->threshold);
   app.add_flag("--json", o->json, "JSON output");
+  app.add_flag("--raw-probs", o->raw_probs,
+               "Decide and score by the network's raw probabilities, not the calibrated ones");
   add_threads_option(app, o->threads);
-  return [o] { return run_eval(*o); };
+  return [o, threshold] {
+    o->threshold_given = threshold->count() > 0;
+    return run_eval(*o);
+  };
 }
 
 }  // namespace zibert::cli

@@ -35,6 +35,7 @@ int run_info(const InfoCli& o) {
     j["quantization"]["int8_isa"] = int8_isa_name(int8_isa());
   }
   j["training"] = m.training;
+  j["calibration"] = m.calibration ? m.calibration->to_json() : nlohmann::json(nullptr);
   if (o.json) {
     std::string out = j.dump(2) + "\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -76,6 +77,12 @@ int run_info(const InfoCli& o) {
                 t.value("threads", 0LL), t.value("best_epoch", 0LL));
     std::printf("dev         accuracy %.4f, macro-F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0), t.value("dev_macro_f1", 0.0),
                 t.value("dev_loss", 0.0));
+    if (m.calibration)
+      std::printf("calibration temperature %.4g (dev NLL %.4f -> %.4f, ECE %.4f -> %.4f)\n", m.calibration->temperature,
+                  m.calibration->before.nll, m.calibration->after.nll, m.calibration->before.ece,
+                  m.calibration->after.ece);
+    else if (c.task == Task::classify)
+      std::printf("calibration none (raw probabilities: trained before calibration, or --no-calibration)\n");
     if (t.contains("train_unknown_characters"))
       std::printf("[UNK]       %lld of the %lld training characters are not in the vocabulary\n",
                   t.value("train_unknown_characters", 0LL), t.value("train_characters", 0LL));

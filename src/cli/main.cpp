@@ -26,22 +26,50 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("zibert ") + ZIBERT_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, Runner> runners;
-  auto add = [&](const char* name, const char* help, Runner (*setup)(CLI::App&)) {
-    CLI::App* sub = app.add_subcommand(name, help);
-    runners[sub] = setup(*sub);
+  struct Command {
+    const char* name;
+    const char* help;
+    const char* example;
+    Runner (*setup)(CLI::App&);
   };
-  add("train", "Train a classifier on labelled text", setup_train);
-  add("pretrain", "Pretrain an encoder on raw text (masked language model)", setup_pretrain);
-  add("classify", "Classify each line of files or stdin", setup_classify);
-  add("embed", "Print one vector per line of files or stdin", setup_embed);
-  add("fill-mask", "An encoder's guesses for each [MASK] in a text", setup_fill_mask);
-  add("eval", "Score a model on labelled data", setup_eval);
-  add("info", "Describe a model file", setup_info);
-  add("quantize", "Convert a model to int8 for faster inference", setup_quantize);
-  add("synth", "Build a labelled corpus for a phrase from plain sentences", setup_synth);
-  add("explain", "Show the attention and occlusion behind one prediction", setup_explain);
-  add("plot", "Draw training curves from a train --log file", setup_plot);
-  add("bench", "Measure training and inference speed of a model shape", setup_bench);
+  const Command commands[] = {
+      {"train", "Train a classifier on labelled text",
+       "zibert train --data train.tsv --dev dev.tsv --out my.safetensors", setup_train},
+      {"pretrain", "Pretrain an encoder on raw text (masked language model)",
+       "zibert pretrain --text corpus.txt --out enc.safetensors", setup_pretrain},
+      {"classify", "Classify each line of files or stdin", "zibert classify notes.txt", setup_classify},
+      {"embed", "Print one vector per line of files or stdin", "zibert embed notes.txt",
+       setup_embed},
+      {"fill-mask", "An encoder's guesses for each [MASK] in a text",
+       "zibert fill-mask -m models/zh-encoder.safetensors '年夜饭的压轴菜是佛跳[MASK]。'", setup_fill_mask},
+      {"eval", "Score a model on labelled data", "zibert eval -m my.safetensors --data test.tsv", setup_eval},
+      {"info", "Describe a model file", "zibert info -m my.safetensors", setup_info},
+      {"quantize", "Convert a model to int8 for faster inference",
+       "zibert quantize -m my.safetensors --out my.int8.safetensors", setup_quantize},
+      {"synth", "Build a labelled corpus for a phrase from plain sentences",
+       "zibert synth --phrase 小笼包 --corpus sentences.txt --out xlb/", setup_synth},
+      {"explain", "Show the attention and occlusion behind one prediction", "zibert explain '他们点了一坛佛跳墙'",
+       setup_explain},
+      {"plot", "Draw training curves from a train --log file", "zibert plot train.jsonl --svg curves.svg",
+       setup_plot},
+      {"bench", "Measure training and inference speed of a model shape", "zibert bench --int8", setup_bench},
+  };
+
+  for (const Command& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    runners[sub] = c.setup(*sub);
+  }
+  if (argc == 1) {  // no command: what there is, and how each starts
+    std::string list = "zibert: a character-level BERT text classifier. Commands:\n";
+    for (const Command& c : commands) {
+      char row[512];
+      std::snprintf(row, sizeof row, "  %-10s %s\n  %-10s   %s\n", c.name, c.help, "", c.example);
+      list += row;
+    }
+    list += "Run 'zibert COMMAND --help' for a command's options.\n";
+    std::fputs(list.c_str(), stderr);
+    return kExitError;
+  }
   std::string names;
   bool known = false;
   for (const CLI::App* sub : app.get_subcommands({})) {

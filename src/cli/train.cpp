@@ -5,6 +5,7 @@
 #include "cli.hpp"
 #include "run_control.hpp"
 #include "zibert/base/io.hpp"
+#include "zibert/train/calibrate.hpp"
 #include "zibert/train/pretrainer.hpp"
 #include "zibert/train/trainer.hpp"
 
@@ -13,10 +14,11 @@ namespace {
 
 struct TrainCli {
   std::string data, dev, out, init, resume, checkpoint;
+  std::string data_fingerprint;  // of --data's bytes (recorded in checkpoints)
   TrainOptions train;
   double holdout = 0.1;
   int threads = 0;
-  bool quiet = false;
+  bool quiet = false, no_calibration = false;
   FaultInjection faults;
   // Self-pretraining first (train --pretrain-epochs): on the training texts and these.
   std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
@@ -59,7 +61,8 @@ void take_from_checkpoint(const Checkpoint& resume, const std::string& path, Tra
     c.out = run.at("out").get<std::string>();
     opt.log_path = run.at("log").get<std::string>();
     c.checkpoint = path;
-    if (file_fingerprint(c.data) != run.at("data_fingerprint").get<std::string>())
+    c.data_fingerprint = run.at("data_fingerprint").get<std::string>();  // stdin's is checked once it is read
+    if (c.data != "-" && file_fingerprint(c.data) != c.data_fingerprint)
       throw Error(c.data + ": changed since the checkpoint was written; --resume needs the same data");
     if (!c.dev.empty() && file_fingerprint(c.dev) != run.at("dev_fingerprint").get<std::string>())
       throw Error(c.dev + ": changed since the checkpoint was written; --resume needs the same data");
@@ -72,12 +75,12 @@ void take_from_checkpoint(const Checkpoint& resume, const std::string& path, Tra
 // run from another directory) and the data's fingerprints.
 nlohmann::json run_record(const TrainCli& c, const TrainOptions& opt) {
   const auto absolute = absolute_path;
-  return {{"data", absolute(c.data)},
+  return {{"data", c.data == "-" ? c.data : absolute(c.data)},
           {"dev", absolute(c.dev)},
           {"holdout", c.holdout},
           {"out", absolute(c.out)},
           {"log", absolute(opt.log_path)},
-          {"data_fingerprint", file_fingerprint(c.data)},
+          {"data_fingerprint", c.data_fingerprint},
           {"dev_fingerprint", c.dev.empty() ? "" : file_fingerprint(c.dev)}};
 }
 
@@ -95,7 +98,18 @@ int run_train(const TrainCli& o) {
   }
   // Fail before any work when a result could not be written.
   prepare_outputs(c.out, c.checkpoint, opt);
-  Dataset train = read_dataset(c.data);
+  Dataset train;
+  if (c.data == "-") {  // read once, into memory
+    std::string bytes = read_stdin();
+    const std::string print = bytes_fingerprint(bytes);
+    if (resume && print != c.data_fingerprint)
+      throw Error("(standard input): not the data the checkpoint was trained on; --resume needs the same data");
+    c.data_fingerprint = print;
+    train = parse_dataset(std::move(bytes), "(standard input)");
+  } else {
+    if (!resume) c.data_fingerprint = file_fingerprint(c.data);
+    train = read_dataset(c.data);
+  }
   Dataset dev;
   if (!c.dev.empty())
     dev = read_dataset(c.dev);
@@ -123,6 +137,15 @@ int run_train(const TrainCli& o) {
                            "command again to start over\n");
     return report_interrupted(stop, "train");
   }
+  trained->calibration.reset();
+  if (!o.no_calibration) {
+    trained->calibration = calibrate(*trained, dev);
+    const Calibration& cal = *trained->calibration;
+    char line[256];
+    std::snprintf(line, sizeof line, "calibrated on dev: temperature %.3g; NLL %.4f -> %.4f, ECE %.4f -> %.4f",
+                  cal.temperature, cal.before.nll, cal.after.nll, cal.before.ece, cal.after.ece);
+    progress.message(line);
+  }
   save_finished(c.out, *trained, opt, "dev accuracy", "dev_accuracy",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), progress);
   return kExitOk;
@@ -137,7 +160,9 @@ Runner setup_train(CLI::App& app) {
       "Data: TSV label<TAB>text[<TAB>category] (optional header naming the columns),\n"
       "fastText '__label__X text', or JSONL {\"text\":…,\"label\":…}; detected by content.\n\n"
       "Example:\n  zibert train --data train.tsv --dev dev.tsv --out my.safetensors --epochs 5");
-  app.add_option("--data", o->data, "Training data file (required unless --resume)")->check(CLI::ExistingFile);
+  app.add_option("--data", o->data, "Training data file, or - for stdin, read once (required unless --resume)")
+      ->check(CLI::Validator(
+          [](std::string& path) { return path == "-" ? std::string() : CLI::ExistingFile(path); }, "FILE or -"));
   app.add_option("--dev", o->dev, "Dev data (default: a seeded 10% hold-out of --data)")->check(CLI::ExistingFile);
   app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(CLI::Range(0.01, 0.5))
       ->capture_default_str();
@@ -167,6 +192,8 @@ Runner setup_train(CLI::App& app) {
       ->check(CLI::IsMember({"max", "mean", "first"}));
   add_threads_option(app, o->threads);
   app.add_flag("-q,--quiet", o->quiet, "No progress output");
+  app.add_flag("--no-calibration", o->no_calibration,
+               "Keep the network's raw probabilities (default: fit a temperature on the dev set, stored in the model)");
   app.add_option("--log", o->train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "
                                               "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
   resume_excludes_others(app, resume);

@@ -72,6 +72,9 @@ std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, c
     Prediction& p = out[t];
     if (how == Windows::mean)
       for (float& v : p.probs) v /= float(count[t]);
+    // The text's probabilities tempered (after the windows combine, so the
+    // best label stays the same; the threshold reads the calibrated P).
+    if (calibrated()) apply_temperature(p.probs.data(), k, model_.calibration->temperature);
     if (binary())
       p.label = p.probs[positive_] >= threshold_ ? positive_ : 1 - positive_;
     else

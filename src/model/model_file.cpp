@@ -26,6 +26,7 @@ std::string encode_with(const Classifier& model, const std::vector<TensorRef>& e
   meta["training"] = model.training.is_null() ? "{}" : model.training.dump();
   if (model.windows) meta["windows"] = windows_name(*model.windows);
   if (model.quantization) meta["quantization"] = quantization_metadata(*model.quantization).dump();
+  if (model.calibration) meta["calibration"] = model.calibration->to_json().dump();
   std::vector<TensorRef> tensors;
   for (const TensorInfo& t : model.net.layout()) {
     const QuantizedTensor* q = nullptr;
@@ -103,6 +104,7 @@ struct Header {
   nlohmann::json training;
   std::optional<Windows> windows;
   std::optional<std::vector<std::string>> quantized;  // the int8 tensors the metadata names
+  std::optional<Calibration> calibration;
 };
 
 class Reader {
@@ -172,6 +174,16 @@ class Reader {
       }
     }
     if (file_.metadata.count("quantization")) h.quantized = quantized_names(parse("quantization"));
+    if (file_.metadata.count("calibration")) {
+      const nlohmann::json calibration = parse("calibration");
+      try {
+        h.calibration = Calibration::from_json(calibration);
+      } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
+        throw bad(std::string("metadata \"calibration\": ") + e.what());
+      } catch (const Error& e) {
+        throw bad(std::string("metadata \"calibration\": ") + e.what());
+      }
+    }
     return h;
   }
 
@@ -291,6 +303,7 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
   } catch (const Error& e) {
     throw reader.bad(std::string("metadata \"windows\": ") + e.what());
   }
+  model.calibration = h.calibration;
   reader.copy_weights(model.net, extra, model.quantization);
   return model;
 }

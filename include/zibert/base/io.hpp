@@ -16,6 +16,9 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // A fingerprint of a file's bytes (64-bit FNV-1a, hex): checkpoints use it to
 // tell that --resume sees the data the run started with.
 std::string file_fingerprint(const std::string& path);
+std::string bytes_fingerprint(std::string_view bytes);  // the same hash of bytes in memory
+// All of standard input (Error when it cannot be read).
+std::string read_stdin();
 
 // A file mapped read-only into memory: the model loader reads it in place,
 // with no buffer to allocate, zero and fill.

@@ -36,6 +36,11 @@ class Predictor {
   // The same for texts already mapped to ids (Tokenizer::encode), without [CLS]/[SEP].
   std::vector<Prediction> predict_ids(const std::vector<std::vector<std::int32_t>>& texts);
   bool binary() const { return model_.binary(); }
+  // A calibrated model's probabilities are tempered (model.calibration),
+  // each text's after its windows combine, unless this is set: then they are
+  // the network's own. Tempering keeps the most probable label.
+  void set_raw_probs(bool raw) { raw_ = raw; }
+  bool calibrated() const { return model_.calibration && !raw_; }
   bool tabulated() const { return tables_ != nullptr; }
   bool int8() const { return int8_ != nullptr; }
   Int8Isa int8_isa() const { return int8_ ? int8_->isa() : Int8Isa::scalar; }
@@ -49,6 +54,7 @@ class Predictor {
   const Classifier& model_;
   double threshold_;
   std::int32_t positive_;
+  bool raw_ = false;
   std::unique_ptr<EmbeddingTables<float>> tables_;
   std::unique_ptr<Int8Net> int8_;              // a quantized model's products
   std::vector<InferenceCache<float>> caches_;  // one per thread

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "zibert/model/bert.hpp"
+#include "zibert/model/calibration.hpp"
 #include "zibert/model/quantization.hpp"
 #include "zibert/text/tokenizer.hpp"
 
@@ -32,6 +33,9 @@ struct Classifier {
   std::optional<Windows> windows;
   // zibert quantize's int8 matrices; net then holds their dequantized values.
   std::optional<Quantization> quantization;
+  // train's temperature, fitted on the dev set; inference applies it unless
+  // asked for the raw probabilities. A model without it predicts as before.
+  std::optional<Calibration> calibration;
 
   Windows window_combine() const;
   // Throws unless the recorded windows suit the labels (max needs binary()).

@@ -1,0 +1,24 @@
+// After training: the temperature that calibrates a classifier's
+// probabilities on held-out data (model/calibration.hpp), with the
+// measures before and after.
+#pragma once
+#include "zibert/model/classifier.hpp"
+#include "zibert/text/dataset.hpp"
+
+namespace zibert {
+
+// The model's raw probabilities on data's texts (its own calibration not
+// applied), a temperature fitted to them, and the NLL, ECE and Brier score
+// before and after. Throws Error when data is empty or has a label the model
+// does not know.
+Calibration calibrate(const Classifier& model, const Dataset& data);
+
+// The model's probabilities (n, K) on data's texts, raw or as it predicts them,
+// and the gold label ids (same checks as calibrate).
+struct ScoredData {
+  std::vector<float> probs;
+  std::vector<std::int32_t> gold;
+};
+ScoredData score_dataset(const Classifier& model, const Dataset& data, bool raw);
+
+}  // namespace zibert

@@ -1,0 +1,182 @@
+// Calibration (issue 18): temperature scaling, its fit, the measures
+// (ECE, Brier, NLL), the model file's "calibration" metadata, and the
+// commands that fit, apply, report and bypass it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "zibert/base/error.hpp"
+#include "zibert/model/calibration.hpp"
+#include "zibert/model/model_file.hpp"
+#include "zibert/model/safetensors.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+
+namespace {
+
+// n binary examples that all say p(label 1) = conf, of which a fraction
+// `right` really are label 1.
+struct Synthetic {
+  std::vector<float> probs;
+  std::vector<std::int32_t> gold;
+};
+Synthetic overconfident(int n, float conf, double right) {
+  Synthetic s;
+  for (int i = 0; i < n; ++i) {
+    s.probs.push_back(1 - conf);
+    s.probs.push_back(conf);
+    s.gold.push_back(i < right * n ? 1 : 0);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("calibration_stats: ECE, Brier and NLL by hand", "[calibration]") {
+  // Two examples: p = (0.2, 0.8) gold 1, p = (0.6, 0.4) gold 1.
+  const std::vector<float> probs = {0.2f, 0.8f, 0.6f, 0.4f};
+  const CalibrationStats s = calibration_stats(probs, 2, {1, 1});
+  CHECK(s.examples == 2);
+  // Bins: 0.8 in bin 12 (right), 0.6 in bin 9 (wrong): ECE = ½|1 − 0.8| + ½|0 − 0.6|.
+  CHECK(s.ece == Approx(0.5 * 0.2 + 0.5 * 0.6).epsilon(1e-6));
+  CHECK(s.brier == Approx(0.5 * (0.04 + 0.04) + 0.5 * (0.36 + 0.36)).epsilon(1e-6));
+  CHECK(s.nll == Approx(-(std::log(0.8) + std::log(0.4)) / 2).epsilon(1e-6));
+  REQUIRE(s.bins.size() == static_cast<std::size_t>(kCalibrationBins));
+  CHECK(s.bins[12].count == 1);
+  CHECK(s.bins[9].count == 1);
+  CHECK(s.bins[9].accuracy == 0.0);
+}
+
+TEST_CASE("apply_temperature keeps the best label and T = 1 changes nothing", "[calibration]") {
+  std::vector<float> p = {0.1f, 0.7f, 0.2f};
+  const std::vector<float> before = p;
+  apply_temperature(p.data(), 3, 1.0);
+  for (int c = 0; c < 3; ++c) CHECK(p[c] == Approx(before[c]).epsilon(1e-6));
+  apply_temperature(p.data(), 3, 4.0);  // softer, the same order
+  CHECK(p[1] > p[2]);
+  CHECK(p[2] > p[0]);
+  CHECK(p[1] < 0.7f);
+  CHECK(p[0] + p[1] + p[2] == Approx(1.0f).epsilon(1e-6));
+  std::vector<float> sure = {0.0f, 1.0f};  // a zero stays zero
+  apply_temperature(sure.data(), 2, 3.0);
+  CHECK(sure[0] == 0.0f);
+  CHECK(sure[1] == 1.0f);
+}
+
+TEST_CASE("fit_temperature softens an overconfident model and sharpens a timid one", "[calibration]") {
+  Synthetic over = overconfident(1000, 0.99f, 0.8);  // says 99 %, right 80 %
+  const double t_over = fit_temperature(over.probs, 2, over.gold);
+  CHECK(t_over > 1.5);
+  // The fitted T puts the confidence near the accuracy: p^(1/T) with p = .99 → ≈ .8.
+  std::vector<float> fixed = over.probs;
+  for (std::size_t r = 0; r < over.gold.size(); ++r) apply_temperature(&fixed[r * 2], 2, t_over);
+  CHECK(fixed[1] == Approx(0.8).margin(0.01));
+  CHECK(calibration_stats(fixed, 2, over.gold).nll < calibration_stats(over.probs, 2, over.gold).nll);
+  CHECK(calibration_stats(fixed, 2, over.gold).ece < 0.02);
+
+  Synthetic timid = overconfident(1000, 0.6f, 0.95);  // says 60 %, right 95 %
+  CHECK(fit_temperature(timid.probs, 2, timid.gold) < 0.5);
+  CHECK_THROWS_AS(fit_temperature({}, 2, {}), Error);
+}
+
+TEST_CASE("a model file keeps its calibration and refuses a bad one", "[calibration][model_file]") {
+  const std::string dir = temp_dir();
+  Classifier model = load_model(ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors");
+  Calibration c;
+  c.temperature = 2.5;
+  c.before.nll = 0.3;
+  c.after.nll = 0.1;
+  c.examples = 10;
+  model.calibration = c;
+  save_model(dir + "/c.safetensors", model);
+  Classifier back = load_model(dir + "/c.safetensors");
+  REQUIRE(back.calibration);
+  CHECK(back.calibration->temperature == 2.5);
+  CHECK(back.calibration->after.nll == 0.1);
+  CHECK(back.calibration->examples == 10);
+
+  // The metadata rewritten by hand: each bad form exits 2 naming the file.
+  const std::string bytes = read_text(dir + "/c.safetensors");
+  const SafeTensors file = decode_safetensors(bytes, "c");
+  for (const std::string& bad : {R"({"temperature": 0})", R"({"temperature": -1})", R"({"temperature": "2"})",
+                                 R"({"method": "platt", "temperature": 2})", R"({})", R"([1])",
+                                 R"({"temperature": 2, "before": {"nll": "x"}})"}) {
+    std::map<std::string, std::string> meta = file.metadata;
+    meta["calibration"] = bad;
+    std::vector<TensorRef> tensors;
+    for (const auto& [name, t] : file.tensors) tensors.push_back({name, t.shape, t.bytes, t.dtype});
+    write_text(dir + "/bad.safetensors", encode_safetensors(meta, tensors));
+    RunResult r = run_zibert("classify -m " + dir + "/bad.safetensors " ZIBERT_SOURCE_DIR "/data/demo.txt");
+    INFO(bad << ": " << r.err);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::Contains(dir + "/bad.safetensors: not a usable zibert model: metadata \"calibration\""));
+  }
+}
+
+TEST_CASE("train fits a temperature, which classify, eval and info use and --raw-probs bypasses",
+          "[calibration][cli]") {
+  const std::string dir = temp_dir();
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/train.tsv 600 5 --pool 30 "
+                    "--min-len 3 --max-len 12").status == 0);
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/dev.tsv 300 6 --pool 30 "
+                    "--min-len 3 --max-len 12").status == 0);
+  const std::string common = "--epochs 6 --lr 3e-3 --dim 16 --heads 2 --ffn 32 --max-len 16 --threads 2";
+  RunResult r = run_zibert("train --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv --out " + dir +
+                           "/m.safetensors " + common);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("calibrated on dev: temperature"));
+  nlohmann::json info = nlohmann::json::parse(run_zibert("info --json -m " + dir + "/m.safetensors").out);
+  REQUIRE(info["calibration"].is_object());
+  const double t = info["calibration"]["temperature"].get<double>();
+  CHECK(t != 1.0);
+  CHECK(info["calibration"]["after"]["nll"].get<double>() <= info["calibration"]["before"]["nll"].get<double>());
+  CHECK_THAT(run_zibert("info -m " + dir + "/m.safetensors").out, Catch::Contains("calibration temperature"));
+
+  // eval: both sets of measures; the calibrated NLL on the dev set it was fitted on is not worse.
+  RunResult ev = run_zibert("eval --json -m " + dir + "/m.safetensors --data " + dir + "/dev.tsv");
+  REQUIRE(ev.status == 0);
+  nlohmann::json e = nlohmann::json::parse(ev.out);
+  CHECK(e["calibration"]["temperature"].get<double>() == t);
+  CHECK(e["calibration"]["calibrated"]["nll"].get<double>() <= e["calibration"]["raw"]["nll"].get<double>());
+  CHECK(e["calibration"]["raw"]["nll"].get<double>() == Approx(info["calibration"]["before"]["nll"].get<double>()));
+  CHECK(e["calibration"]["probabilities"] == "calibrated");
+  RunResult table = run_zibert("eval -m " + dir + "/m.safetensors --data " + dir + "/dev.tsv");
+  CHECK_THAT(table.out, Catch::Contains("calibration (15 bins)") && Catch::Contains("temperature"));
+  nlohmann::json raw_eval =
+      nlohmann::json::parse(run_zibert("eval --json --raw-probs -m " + dir + "/m.safetensors --data " + dir + "/dev.tsv").out);
+  CHECK(raw_eval["calibration"]["probabilities"] == "raw");
+  CHECK(raw_eval["accuracy"] == e["accuracy"]);  // tempering keeps every label at threshold 0.5
+
+  // classify: the same labels, other probabilities; JSONL carries the log-odds.
+  const std::string texts = "cut -f2 " + dir + "/dev.tsv | tail -n +2 | head -50 > " + dir + "/t.txt";
+  REQUIRE(run_shell(texts).status == 0);
+  RunResult cal = run_zibert("classify --format jsonl -m " + dir + "/m.safetensors " + dir + "/t.txt");
+  RunResult raw = run_zibert("classify --format jsonl --raw-probs -m " + dir + "/m.safetensors " + dir + "/t.txt");
+  REQUIRE(cal.status == 0);
+  REQUIRE(raw.status == 0);
+  std::vector<std::string> a = lines_of(cal.out), b = lines_of(raw.out);
+  REQUIRE(a.size() == b.size());
+  int differ = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    nlohmann::json x = nlohmann::json::parse(a[i]), y = nlohmann::json::parse(b[i]);
+    CHECK(x["label"] == y["label"]);
+    differ += x["prob"] != y["prob"];
+    // The log-odds scale by 1/T (rounded to 4 decimals; probabilities of 1 aside).
+    if (std::abs(y["logit"].get<double>()) < 20)
+      CHECK(x["logit"].get<double>() == Approx(y["logit"].get<double>() / t).margin(2e-3));
+  }
+  CHECK(differ > 0);
+
+  // --no-calibration: a model without a temperature, which predicts raw.
+  r = run_zibert("train --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv --out " + dir + "/n.safetensors " +
+                 common + " --no-calibration");
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(run_zibert("info --json -m " + dir + "/n.safetensors").out)["calibration"].is_null());
+  CHECK(run_zibert("classify --format jsonl -m " + dir + "/n.safetensors " + dir + "/t.txt").out == raw.out);
+  CHECK_THAT(run_zibert("eval -m " + dir + "/n.safetensors --data " + dir + "/dev.tsv").out,
+             Catch::Contains("no temperature"));
+}
