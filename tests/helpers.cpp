@@ -31,7 +31,7 @@ Classifier tiny_classifier(std::uint64_t seed) {
   Vocab vocab = builder.build(1);
   const ModelConfig cfg = model_shape(vocab.size(), 16, 8, 2, 16, 2, 2, 0.0);
   Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg),
-                   std::nullopt};
+                   std::nullopt, std::nullopt, std::nullopt};
   model.net.init_weights(seed);
   return model;
 }
@@ -41,7 +41,7 @@ Classifier tiny_encoder(std::uint64_t seed) {
   ModelConfig cfg = model.config;
   cfg.task = Task::mlm;
   cfg.labels = 0;
-  Classifier enc{cfg, model.tokenizer, {}, "", {{"note", "test"}}, Bert<float>(cfg), std::nullopt};
+  Classifier enc{cfg, model.tokenizer, {}, "", {{"note", "test"}}, Bert<float>(cfg), std::nullopt, std::nullopt, std::nullopt};
   enc.net.init_weights(seed);
   return enc;
 }

@@ -101,7 +101,7 @@ TEST_CASE("a model file keeps its calibration and refuses a bad one", "[calibrat
   // The metadata rewritten by hand: each bad form exits 2 naming the file.
   const std::string bytes = read_text(dir + "/c.safetensors");
   const SafeTensors file = decode_safetensors(bytes, "c");
-  for (const std::string& bad : {R"({"temperature": 0})", R"({"temperature": -1})", R"({"temperature": "2"})",
+  for (const char* bad : {R"({"temperature": 0})", R"({"temperature": -1})", R"({"temperature": "2"})",
                                  R"({"method": "platt", "temperature": 2})", R"({})", R"([1])",
                                  R"({"temperature": 2, "before": {"nll": "x"}})"}) {
     std::map<std::string, std::string> meta = file.metadata;
@@ -179,4 +179,15 @@ TEST_CASE("train fits a temperature, which classify, eval and info use and --raw
   CHECK(run_zibert("classify --format jsonl -m " + dir + "/n.safetensors " + dir + "/t.txt").out == raw.out);
   CHECK_THAT(run_zibert("eval -m " + dir + "/n.safetensors --data " + dir + "/dev.tsv").out,
              Catch::Contains("no temperature"));
+
+  // zibert calibrate on the same dev set: the temperature train fitted, the same model file.
+  r = run_zibert("calibrate -m " + dir + "/n.safetensors --data " + dir + "/dev.tsv --out " + dir + "/n.safetensors");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("temperature") && Catch::Contains("NLL"));
+  CHECK(nlohmann::json::parse(run_zibert("info --json -m " + dir + "/n.safetensors").out)["calibration"]["temperature"]
+            .get<double>() == t);
+  CHECK(read_text(dir + "/n.safetensors") == read_text(dir + "/m.safetensors"));
+  r = run_zibert("calibrate -m " + dir + "/n.safetensors --data " + dir + "/missing.tsv --out " + dir + "/x.safetensors");
+  CHECK(r.status == 2);
 }

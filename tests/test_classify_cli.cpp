@@ -200,10 +200,38 @@ TEST_CASE("classify -k lists the top labels and a multi-class --threshold the la
   CHECK_THAT(r.err, Catch::Contains("--threshold decides a binary model's positive label"));
 }
 
+TEST_CASE("classify and embed show progress on a terminal, through a pseudo-terminal, and only there unless "
+          "--progress", "[classify]") {
+  std::string dir = temp_dir();
+  std::string text;
+  for (int i = 0; i < 40000; ++i) text += i % 3 ? "今天的午饭是番茄炒蛋，味道不错\n" : "他们点了一坛佛跳墙\n";
+  write_text(dir + "/big.txt", text);
+  // script(1) runs the command on a pseudo-terminal: stderr is a terminal there.
+  auto on_tty = [&](const std::string& command) {
+    return run_shell("script -qec '" + command + " > /dev/null' /dev/null");
+  };
+  RunResult r = on_tty(std::string(ZIBERT_BIN) + " classify --threads 1 " + dir + "/big.txt");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains(dir + "/big.txt: ") && Catch::Contains(" MB of ") && Catch::Contains("lines/s") &&
+                        Catch::Contains("ETA"));
+  CHECK_THAT(r.out, Catch::EndsWith("\r\033[K"));  // cleared at the end
+  r = on_tty("cat " + dir + "/big.txt | " + std::string(ZIBERT_BIN) + " classify --threads 1");  // unknown size
+  CHECK_THAT(r.out, Catch::Contains("(standard input): ") && Catch::Contains("lines/s"));
+  CHECK_THAT(r.out, !Catch::Contains("ETA"));
+  r = on_tty(std::string(ZIBERT_BIN) + " embed --threads 1 " + dir + "/big.txt");
+  CHECK_THAT(r.out, Catch::Contains("lines/s"));
+  // Not a terminal: nothing, unless forced, then plain lines and a last one.
+  r = run_shell(kZ + " classify --threads 1 " + dir + "/big.txt > /dev/null");
+  CHECK(r.err.empty());
+  r = run_shell(kZ + " classify --threads 1 --progress " + dir + "/big.txt > /dev/null");
+  CHECK_THAT(r.err, Catch::Contains("40000 lines") && Catch::EndsWith(", done\n"));
+  CHECK_THAT(r.err, !Catch::Contains("\r"));
+}
+
 TEST_CASE("zibert with no command lists the commands with an example each", "[classify][cli]") {
   RunResult r = run_shell(kZ);
   CHECK(r.status == 2);
-  for (const char* name : {"classify", "train", "eval", "pretrain", "embed", "fill-mask", "info", "quantize", "synth",
+  for (const char* name : {"classify", "train", "eval", "pretrain", "embed", "fill-mask", "info", "quantize", "calibrate", "synth",
                            "explain", "plot", "bench"})
     CHECK_THAT(r.err, Catch::Contains(std::string("  ") + name + " ") && Catch::Contains(std::string("zibert ") + name));
   CHECK_THAT(r.err, Catch::Contains("zibert COMMAND --help"));

@@ -23,18 +23,24 @@ LineSource LineSource::open(const std::string& path) {
   return LineSource(fd, path, true);
 }
 
+LineSource::LineSource(int fd, std::string name, bool owned) : fd_(fd), name_(std::move(name)), owned_(owned) {
+  struct stat st {};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<std::int64_t>(st.st_size);
+}
+
 LineSource LineSource::stdin_source() { return LineSource(STDIN_FILENO, "-", false); }
 
 LineSource LineSource::from_bytes(std::string bytes, std::string name) {
   LineSource src(-1, std::move(name), false);
   src.buf_ = std::move(bytes);
   src.eof_ = true;
+  src.size_ = static_cast<std::int64_t>(src.buf_.size());
   return src;
 }
 
 LineSource::LineSource(LineSource&& o) noexcept
     : fd_(o.fd_), name_(std::move(o.name_)), owned_(o.owned_), buf_(std::move(o.buf_)), pos_(o.pos_), eof_(o.eof_),
-      started_(o.started_) {
+      started_(o.started_), consumed_(o.consumed_), size_(o.size_) {
   o.owned_ = false;
 }
 
@@ -68,7 +74,9 @@ bool LineSource::next(std::string& line) {
     if (nl != std::string::npos || (eof_ && pos_ < buf_.size())) {
       std::size_t end = nl == std::string::npos ? buf_.size() : nl;
       line.assign(buf_, pos_, end - pos_);
-      pos_ = nl == std::string::npos ? buf_.size() : nl + 1;
+      const std::size_t next = nl == std::string::npos ? buf_.size() : nl + 1;
+      consumed_ += static_cast<std::int64_t>(next - pos_);
+      pos_ = next;
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (!started_ && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
       started_ = true;

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "zibert/base/line_source.hpp"
+
 namespace zibert {
 
 std::string format_duration(double seconds) {
@@ -63,6 +65,70 @@ void Progress::message(const std::string& line) {
 void Progress::finish() {
   if (!quiet_ && bar_shown_) std::fputs("\n", stderr);
   bar_shown_ = false;
+}
+
+namespace {
+
+std::string megabytes(std::int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MB", double(bytes) / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+bool InputProgress::wanted(bool forced, const LineSource& src) {
+  return forced || (::isatty(STDERR_FILENO) == 1 && !(src.name() == "-" && ::isatty(STDIN_FILENO) == 1));
+}
+
+InputProgress::InputProgress(bool enabled)
+    : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+InputProgress::~InputProgress() {
+  if (shown_ && tty_) std::fputs("\r\033[K", stderr);
+}
+
+void InputProgress::update(const LineSource& src, std::int64_t lines) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_ < (tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(1000))) return;
+  last_ = now;
+  print(src, lines, false);
+}
+
+void InputProgress::finish(const LineSource& src, std::int64_t lines) {
+  if (!enabled_) return;
+  if (tty_) {
+    if (shown_) std::fputs("\r\033[K", stderr);
+    shown_ = false;
+  } else {
+    print(src, lines, true);
+  }
+  std::fflush(stderr);
+  start_ = last_ = std::chrono::steady_clock::now();  // the next input starts its own count
+}
+
+void InputProgress::print(const LineSource& src, std::int64_t lines, bool last) {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double rate = elapsed > 0 ? double(lines) / elapsed : 0.0;
+  const std::string name = src.name() == "-" ? "(standard input)" : src.name();
+  char line[512];
+  if (src.size() > 0) {
+    const double done = double(src.consumed()) / double(src.size());
+    const double bytes_rate = elapsed > 0 ? double(src.consumed()) / elapsed : 0.0;
+    const double eta = bytes_rate > 0 ? double(src.size() - src.consumed()) / bytes_rate : 0.0;
+    std::snprintf(line, sizeof line, "%s: %s of %s (%.0f %%), %lld lines, %.0f lines/s, ETA %s", name.c_str(),
+                  megabytes(src.consumed()).c_str(), megabytes(src.size()).c_str(), 100.0 * done,
+                  static_cast<long long>(lines), rate, format_duration(eta).c_str());
+  } else {
+    std::snprintf(line, sizeof line, "%s: %lld lines, %.0f lines/s", name.c_str(), static_cast<long long>(lines), rate);
+  }
+  if (tty_ && !last)
+    std::fprintf(stderr, "\r\033[K%s", line);
+  else
+    std::fprintf(stderr, "%s%s\n", line, last ? ", done" : "");
+  std::fflush(stderr);
+  shown_ = tty_ && !last;
 }
 
 }  // namespace zibert

@@ -7,6 +7,7 @@
 #include "cli.hpp"
 #include "chunks.hpp"
 #include "zibert/base/line_source.hpp"
+#include "zibert/base/progress.hpp"
 #include "zibert/infer/predictor.hpp"
 
 namespace zibert::cli {
@@ -20,6 +21,7 @@ struct ClassifyCli {
   int top_k = 0;  // -k: 0 when not given
   bool no_text = false, filter = false, count = false, quiet = false, line_number = false;
   bool with_filename = false, no_filename = false, document = false, invert = false, raw_probs = false;
+  bool progress = false;
   int threads = 0;
 };
 
@@ -91,13 +93,16 @@ class Classify {
 
   void lines(LineSource& src) {
     std::int64_t line_no = 0, file_matches = 0;
+    InputProgress progress(InputProgress::wanted(o_.progress, src));
     for (bool eof = false; !eof;) {
       Chunk chunk = read_chunk(src, tokenizer_, line_no);
       emit(src, chunk.lines, chunk.ids, chunk.first, file_matches);  // the lines before a bad one are written
       if (chunk.error) std::rethrow_exception(chunk.error);
       eof = chunk.eof;
       if (o_.quiet && matches_ > 0) return;
+      progress.update(src, line_no);
     }
+    progress.finish(src, line_no);
     if (o_.count && !o_.quiet)
       write_out((show_names_ ? display(src) + ":" : "") + std::to_string(file_matches) + "\n");
   }
@@ -317,6 +322,9 @@ Runner setup_classify(CLI::App& app) {
   app.add_flag("-h,--no-filename", o->no_filename, "Never prefix output with the file name")->excludes(with_name);
   app.add_flag("--document", o->document,
                "Classify each input file as one text; report the deciding window's character offset");
+  app.add_flag("--progress", o->progress,
+               "Show progress on stderr (bytes of the file, lines/s, ETA) even when stderr is not a terminal "
+               "(on a terminal it is shown anyway)");
   add_threads_option(app, o->threads);
   return [o, threshold] {
     o->threshold_given = threshold->count() > 0;

@@ -38,5 +38,6 @@ Runner setup_bench(CLI::App& app);
 Runner setup_embed(CLI::App& app);
 Runner setup_fill_mask(CLI::App& app);
 Runner setup_quantize(CLI::App& app);
+Runner setup_calibrate(CLI::App& app);
 
 }  // namespace zibert::cli

@@ -6,6 +6,7 @@
 
 #include "chunks.hpp"
 #include "cli.hpp"
+#include "zibert/base/progress.hpp"
 #include "zibert/infer/embedder.hpp"
 
 namespace zibert::cli {
@@ -14,6 +15,7 @@ namespace {
 struct EmbedCli {
   std::vector<std::string> inputs;
   std::string model, pool = "mean", format = "tsv", invalid = "error";
+  bool progress = false;
   int threads = 0;
 };
 
@@ -56,13 +58,16 @@ int run_embed(const EmbedCli& o) {
   for (const std::string& path : inputs) {
     LineSource src = path == "-" ? LineSource::stdin_source() : LineSource::open(path);
     std::int64_t line_no = 0;
+    InputProgress progress(InputProgress::wanted(o.progress, src));
     for (bool eof = false; !eof;) {
       Chunk chunk = read_chunk(src, tokenizer, line_no);
       if (!chunk.ids.empty())  // the lines before a bad one are written
         write_out(records(o, embedder.embed_ids(chunk.ids), embedder.dim(), src, chunk.first, inputs.size() > 1));
       if (chunk.error) std::rethrow_exception(chunk.error);
       eof = chunk.eof;
+      progress.update(src, line_no);
     }
+    progress.finish(src, line_no);
   }
   return kExitOk;
 }
@@ -82,6 +87,7 @@ Runner setup_embed(CLI::App& app) {
   app.add_option("--format", o->format, "tsv (tab-separated floats), jsonl, or f32 (raw little-endian float32)")
       ->check(CLI::IsMember({"tsv", "jsonl", "f32"}))->capture_default_str();
   add_invalid_option(app, o->invalid);
+  app.add_flag("--progress", o->progress, "Show progress on stderr even when it is not a terminal");
   add_threads_option(app, o->threads);
   return [o] { return run_embed(*o); };
 }

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
       {"info", "Describe a model file", "zibert info -m my.safetensors", setup_info},
       {"quantize", "Convert a model to int8 for faster inference",
        "zibert quantize -m my.safetensors --out my.int8.safetensors", setup_quantize},
+      {"calibrate", "Fit a model's probability temperature on held-out data",
+       "zibert calibrate -m my.safetensors --data dev.tsv --out my.safetensors", setup_calibrate},
       {"synth", "Build a labelled corpus for a phrase from plain sentences",
        "zibert synth --phrase 小笼包 --corpus sentences.txt --out xlb/", setup_synth},
       {"explain", "Show the attention and occlusion behind one prediction", "zibert explain '他们点了一坛佛跳墙'",

@@ -41,9 +41,9 @@ Runner setup_quantize(CLI::App& app) {
   app.footer(
       "Quantize a model to int8: the embeddings and every Linear's weight become int8 with one float32 scale\n"
       "per row; biases and LayerNorms stay float32. Inference then quantizes each layer's input per row and\n"
-      "multiplies in int32 (AVX-512 VNNI, AVX-VNNI or AVX2, chosen from the CPU at run time). classify,\n"
+      "multiplies in int32 (AMX, AVX-512 VNNI, AVX-VNNI or AVX2, chosen from the CPU at run time). classify,\n"
       "eval, embed, explain, info and bench -m take the int8 file as the float32 one; train --init does not.\n"
-      "ZIBERT_INT8_ISA=avx512-vnni|avx-vnni|avx2|scalar picks the path by hand (all give the same results).\n\n"
+      "ZIBERT_INT8_ISA=amx-int8|avx512-vnni|avx-vnni|avx2|scalar picks the path by hand (all give the same results).\n\n"
       "Example:\n"
       "  zibert quantize -m model.safetensors --out model.int8.safetensors\n"
       "  zibert classify -m model.int8.safetensors notes.txt");

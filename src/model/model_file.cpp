@@ -297,13 +297,12 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
   // A loaded model only predicts (training copies it into a fresh network), so
   // it needs no gradient buffer: less memory to allocate and fault in at start-up.
   Classifier model{h.config,  Tokenizer(std::move(h.vocab), h.norm),           h.labels, h.positive,
-                   h.training, Bert<float>(h.config, /*trainable=*/false), h.windows};
+                   h.training, Bert<float>(h.config, /*trainable=*/false), h.windows, std::nullopt, h.calibration};
   try {
     model.check_windows();
   } catch (const Error& e) {
     throw reader.bad(std::string("metadata \"windows\": ") + e.what());
   }
-  model.calibration = h.calibration;
   reader.copy_weights(model.net, extra, model.quantization);
   return model;
 }

@@ -137,7 +137,7 @@ Classifier bench_classifier(const ModelConfig& config, const Bert<float>& net) {
   for (std::int64_t i = kNumSpecial; i < config.vocab_size; ++i) chars.push_back(char32_t(0x4E00 + i));
   std::vector<std::string> labels;
   for (std::int64_t k = 0; k < config.labels; ++k) labels.push_back(std::to_string(k));
-  return Classifier{config, Tokenizer(Vocab(std::move(chars)), Normalization{}), labels, "", {}, net, std::nullopt};
+  return Classifier{config, Tokenizer(Vocab(std::move(chars)), Normalization{}), labels, "", {}, net, std::nullopt, std::nullopt, std::nullopt};
 }
 
 std::string fixed(double v, int decimals) {

@@ -135,7 +135,8 @@ Classifier prepare_encoder(const std::vector<Corpus>& train, const TrainOptions&
   config.labels = 0;
   config.vocab_size = vocab.size();
   if (config.vocab_size <= kNumSpecial) throw Error("the text has no character to learn from");
-  Classifier model{config, Tokenizer(std::move(vocab), norm), {}, "", {}, Bert<float>(config), std::nullopt};
+  Classifier model{config,       Tokenizer(std::move(vocab), norm), {}, "", {}, Bert<float>(config), std::nullopt,
+                   std::nullopt, std::nullopt};
   model.net.init_weights(opt.seed);
   if (base && base->config.task == Task::mlm)
     model.net.params() = base->net.params();

@@ -74,7 +74,8 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   const Windows windows = !opt.windows.empty() ? windows_from_name(opt.windows)
                           : base && base->windows ? *base->windows
                                                   : Windows::mean;
-  Classifier model{config, Tokenizer(std::move(vocab), norm), labels, positive, {}, Bert<float>(config), windows};
+  Classifier model{config,          Tokenizer(std::move(vocab), norm), labels,       positive, {},
+                   Bert<float>(config), windows,                        std::nullopt, std::nullopt};
   model.check_windows();
   if (from_encoder) {
     model.net.init_weights(opt.seed);

@@ -3,6 +3,7 @@
 // Every reader of text files goes through it, so a CRLF line end, a UTF-8
 // BOM and a last line without a newline are handled in this one place.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace zibert {
@@ -23,9 +24,13 @@ class LineSource {
   // True when next() would return without waiting for more input.
   bool ready();
   const std::string& name() const { return name_; }
+  // Bytes of the input the lines returned so far took, line ends included;
+  // and the input's size when it is a regular file (-1 when unknown: a pipe, a terminal).
+  std::int64_t consumed() const { return consumed_; }
+  std::int64_t size() const { return size_; }
 
  private:
-  LineSource(int fd, std::string name, bool owned) : fd_(fd), name_(std::move(name)), owned_(owned) {}
+  LineSource(int fd, std::string name, bool owned);
   bool fill();  // reads one block; false at end of input
 
   int fd_;
@@ -34,6 +39,7 @@ class LineSource {
   std::string buf_;
   std::size_t pos_ = 0;
   bool eof_ = false, started_ = false;
+  std::int64_t consumed_ = 0, size_ = -1;
 };
 
 }  // namespace zibert

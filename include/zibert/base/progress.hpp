@@ -30,4 +30,29 @@ class Progress {
 
 std::string format_duration(double seconds);
 
+class LineSource;
+
+// Progress through a streamed input on stderr (classify, embed): the bytes
+// read of the file's size, lines/s and the ETA; for input of unknown size
+// (a pipe), the lines and lines/s. On a terminal one line rewritten in place
+// at most 5 times a second and cleared at the end (or when an error unwinds
+// past it); elsewhere, when forced, a plain line a second and a last one.
+class InputProgress {
+ public:
+  // enabled: --progress, or stderr is a terminal (and the input is not a
+  // terminal being typed into).
+  static bool wanted(bool forced, const LineSource& src);
+  explicit InputProgress(bool enabled);
+  InputProgress(const InputProgress&) = delete;
+  InputProgress& operator=(const InputProgress&) = delete;
+  ~InputProgress();
+  void update(const LineSource& src, std::int64_t lines);  // lines: read so far from src
+  void finish(const LineSource& src, std::int64_t lines);  // src is done: clear (or a last plain line)
+
+ private:
+  void print(const LineSource& src, std::int64_t lines, bool last);
+  bool enabled_, tty_, shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
 }  // namespace zibert
