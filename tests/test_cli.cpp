@@ -268,6 +268,42 @@ TEST_CASE("train --init continues from a model's weights and vocabulary", "[cli]
   CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + dir + "/new.tsv") && Catch::Contains("label \"2\""));
 }
 
+TEST_CASE("train --init --extend-vocab gives new characters rows of their own, and says how many", "[cli][train]") {
+  std::string dir = temp_dir();
+  write_text(dir + "/a.tsv", "text\tlabel\n甲乙丙\t1\n丙乙甲\t0\n甲乙丙丙\t1\n乙甲丙\t0\n");
+  // Two characters (丁, 戊) the first model never saw, 丁 four times and 戊 once.
+  write_text(dir + "/b.tsv", "text\tlabel\n甲乙丁\t1\n丁乙甲\t0\n甲乙丁丁\t1\n乙甲戊\t0\n");
+  write_text(dir + "/dev.tsv", "text\tlabel\n甲乙丙\t1\n丙甲乙\t0\n");
+  const std::string dev = " --dev " + dir + "/dev.tsv";
+  const std::string flags = " --epochs 1 --dim 16 --heads 2 --ffn 32 --max-len 16 --threads 1" + dev;
+  REQUIRE(run_zibert("train --data " + dir + "/a.tsv --out " + dir + "/a.safetensors -q" + flags).status == 0);
+  const auto vocab = [&](const std::string& m) {
+    return nlohmann::json::parse(run_zibert("info --json -m " + dir + "/" + m).out)["config"]["vocab_size"].get<int>();
+  };
+  RunResult r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/b.tsv --out " + dir +
+                           "/plain.safetensors --epochs 1" + dev + "");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("read as [UNK]; --extend-vocab gives them rows"));
+  CHECK(vocab("plain.safetensors") == vocab("a.safetensors"));
+  r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/b.tsv --out " + dir +
+                 "/ext.safetensors --epochs 1" + dev + " --extend-vocab");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("--extend-vocab: ") && Catch::Contains(" characters new to the starting model"));
+  const int added = vocab("ext.safetensors") - vocab("a.safetensors");
+  CHECK(added >= 1);
+  CHECK(nlohmann::json::parse(run_zibert("info --json -m " + dir + "/ext.safetensors").out)["training"]["vocab_added"] ==
+        added);
+  // --min-count 2 leaves out 戊 (seen once), which then reads as [UNK] and is said so.
+  r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/b.tsv --out " + dir +
+                 "/two.safetensors --epochs 1" + dev + " --extend-vocab --min-count 2");
+  REQUIRE(r.status == 0);
+  CHECK(vocab("two.safetensors") < vocab("ext.safetensors"));
+  r = run_zibert("train --data " + dir + "/b.tsv --out " + dir + "/x.safetensors --extend-vocab" + flags);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--extend-vocab extends --init's vocabulary"));
+}
+
 TEST_CASE("the shipped 佛跳墙 model is the default and right on data/demo.tsv", "[cli][shipped]") {
   // No -m: the default model is found in the source tree's models/.
   RunResult e = run_shell("cd / && env -u ZIBERT_MODEL " ZIBERT_BIN " eval --json --data " ZIBERT_SOURCE_DIR

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "helpers.hpp"
+#include "zibert/text/dataset.hpp"
 #include "zibert/text/synth.hpp"
 #include "zibert/text/tokenizer.hpp"
 
@@ -121,4 +122,31 @@ TEST_CASE("zibert synth writes train dev and test TSV with a category column", "
   RunResult bad = run_zibert("synth --phrase 佛跳墙 --near-miss 一锅佛跳墙 --corpus " + dir + "/base.txt --out " + dir + "/g3");
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Catch::Contains("contains the phrase itself"));
+}
+
+TEST_CASE("the hand-written detector checks: 20 mentions and 20 hard near-misses per phrase", "[synth][detect]") {
+  // tests/data/detect/*.tsv: sentences written for this project (not copied),
+  // which scripts/detect-train --check and scripts/bench-detect score.
+  const std::pair<const char*, std::vector<std::string>> sets[] = {
+      {"xiaolongbao", {"小笼包", "小籠包"}},
+      {"mapo_doufu", {"麻婆豆腐"}},
+      {"beijing_kaoya", {"北京烤鸭", "北京烤鴨"}},
+  };
+  for (const auto& [name, phrases] : sets) {
+    const Dataset data = read_dataset(std::string(ZIBERT_TEST_DATA) + "/detect/" + name + ".tsv");
+    INFO(name);
+    REQUIRE(data.rows.size() == 40);
+    int mentions_seen = 0;
+    std::set<std::string> texts;
+    for (const Example& ex : data.rows) {
+      INFO(ex.text);
+      const bool mention = ex.label == "1";
+      CHECK(ex.category == (mention ? "mention" : "near-miss"));
+      CHECK(mentions(ex.text, phrases) == mention);
+      mentions_seen += mention;
+      texts.insert(ex.text);
+    }
+    CHECK(mentions_seen == 20);
+    CHECK(texts.size() == 40);  // no sentence twice
+  }
 }

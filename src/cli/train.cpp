@@ -118,6 +118,8 @@ int run_train(const TrainCli& o) {
   opt.run = run_record(c, opt);
   std::optional<Classifier> init;
   if (!c.init.empty()) init = load_init_model(c.init);
+  if (opt.extend_vocab && c.init.empty() && o.resume.empty())
+    throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the data");
   const bool from_encoder = c.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
   if (from_encoder && !o.lr_given) opt.adam.lr = kFineTuneLr;
   Progress progress(o.quiet);
@@ -186,6 +188,9 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--min-count", o->train.min_count, "Keep characters seen at least this often")
       ->check(CLI::Range(1, 1000000))->capture_default_str();
   app.add_flag("--lowercase", o->train.lowercase, "Case-fold text (stored in the model)");
+  app.add_flag("--extend-vocab", o->train.extend_vocab,
+               "With --init: give the data's characters that the starting model lacks rows of their own "
+               "(initialised as for training) instead of reading them as [UNK]");
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
   app.add_option("--windows", o->train.windows, "How a long text's windows combine, recorded in the model: max of "
                                                 "P(positive) (mention detectors), mean (default), first")

@@ -73,11 +73,18 @@ void Bert<T>::backward_mlm(const MaskedBatch& masked, ModelCache<T>& cache) {
 
 template <class T>
 void copy_encoder_weights(const Bert<T>& from, Bert<T>& to) {
+  copy_weights(from, to, /*encoder_only=*/true);
+}
+
+template <class T>
+void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only) {
   for (const TensorInfo& t : to.layout()) {
-    if (!is_encoder_tensor(t.name)) continue;
+    if (encoder_only && !is_encoder_tensor(t.name)) continue;
     const TensorInfo& f = from.tensor(t.name);
-    if (f.shape != t.shape) throw Error("tensor " + t.name + " differs in shape between the models");
-    std::copy_n(from.values() + f.offset, t.size, to.params().data() + t.offset);
+    const bool more_rows = t.name == "bert.embeddings.word_embeddings.weight" && f.shape.size() == 2 &&
+                           t.shape.size() == 2 && f.shape[1] == t.shape[1] && f.shape[0] <= t.shape[0];
+    if (f.shape != t.shape && !more_rows) throw Error("tensor " + t.name + " differs in shape between the models");
+    std::copy_n(from.values() + f.offset, f.size, to.params().data() + t.offset);
   }
 }
 
@@ -87,5 +94,7 @@ template void Bert<float>::backward_mlm(const MaskedBatch&, ModelCache<float>&);
 template void Bert<double>::backward_mlm(const MaskedBatch&, ModelCache<double>&);
 template void copy_encoder_weights<float>(const Bert<float>&, Bert<float>&);
 template void copy_encoder_weights<double>(const Bert<double>&, Bert<double>&);
+template void copy_weights<float>(const Bert<float>&, Bert<float>&, bool);
+template void copy_weights<double>(const Bert<double>&, Bert<double>&, bool);
 
 }  // namespace zibert

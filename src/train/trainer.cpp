@@ -46,7 +46,7 @@ std::vector<std::string> training_labels(const Dataset& train, const Classifier*
 // the encoder's weights; the labels come from the data, and the pooler and
 // classifier start fresh.
 Classifier prepare_model(const Dataset& train, const std::vector<std::vector<char32_t>>& texts,
-                         const TrainOptions& opt, const Classifier* base) {
+                         const TrainOptions& opt, const Classifier* base, std::int64_t& added) {
   const bool from_encoder = base && base->config.task == Task::mlm;
   std::vector<std::string> labels = training_labels(train, from_encoder ? nullptr : base);
   // The positive label: as asked, else the starting classifier's, else guessed from the labels.
@@ -58,10 +58,21 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
   Vocab vocab;
   ModelConfig config = opt.shape;
+  added = 0;
   if (base) {
     vocab = base->tokenizer.vocab();
     config = base->config;
     config.dropout = opt.shape.dropout;
+    if (opt.extend_vocab) {  // the data's characters the base lacks (seen --min-count times) get new rows
+      VocabBuilder builder;
+      for (const auto& t : texts) builder.add(t);
+      std::vector<char32_t> chars = vocab.chars();
+      const Vocab seen = builder.build(opt.min_count);
+      for (char32_t c : seen.chars())
+        if (vocab.id(c) == kUnk) chars.push_back(c), ++added;
+      if (added > 0) vocab = Vocab(std::move(chars));
+      config.vocab_size = vocab.size();
+    }
   } else {
     VocabBuilder builder;
     for (const auto& t : texts) builder.add(t);
@@ -80,6 +91,9 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   if (from_encoder) {
     model.net.init_weights(opt.seed);
     copy_encoder_weights(base->net, model.net);
+  } else if (base && added > 0) {
+    model.net.init_weights(opt.seed);  // the new rows
+    copy_weights(base->net, model.net, /*encoder_only=*/false);
   } else if (base) {
     model.net.params() = base->net.params();
   } else {
@@ -208,7 +222,8 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   const bool from_init = init != nullptr || (resume && resume->state().value("init", false));
   const Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
   const auto train_texts = normalize_all(train, norm), dev_texts = normalize_all(dev, norm);
-  Classifier model = prepare_model(train, train_texts, opt, base);
+  std::int64_t added = 0;
+  Classifier model = prepare_model(train, train_texts, opt, base, added);
   SequenceSet tr = encode_all(train, train_texts, model);
   DevSet dv = encode_dev(dev, dev_texts, model);
   const std::size_t train_examples = tr.seqs.size(), dev_examples = dv.ids.size();
@@ -222,6 +237,15 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   progress.message((resume ? "resuming training on " : "training on ") + std::to_string(train_examples) +
                    " examples (" + format_name(train.format) + "), dev " + std::to_string(dev_examples) + ", " +
                    std::to_string(opt.threads) + " threads");
+  if (added > 0)
+    progress.message("--extend-vocab: " + std::to_string(added) + " characters new to " +
+                     (init ? "the starting model" : "the model") + " got rows of their own");
+  else if (opt.extend_vocab && !resume)
+    progress.message("--extend-vocab: no character of the data (seen --min-count times) was new to the starting model");
+  if (init && unknown > 0)
+    progress.message("note: " + std::to_string(unknown) + " of the " + std::to_string(characters) +
+                     " training characters are not in the starting model's vocabulary and read as [UNK]" +
+                     (opt.extend_vocab ? " (seen fewer than --min-count times)" : "; --extend-vocab gives them rows"));
   if (tr.truncated)
     progress.message("note: " + std::to_string(tr.truncated) + " training texts are longer than max-len " +
                      std::to_string(model.config.max_len) + " and were cut for training");
@@ -234,6 +258,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   model.training = training_record(train, dev, train_examples, dev_examples, opt, loop, model.config.dropout);
   model.training["train_characters"] = characters;
   model.training["train_unknown_characters"] = unknown;
+  if (opt.extend_vocab) model.training["vocab_added"] = added;
   if (!loop.state().pretraining.is_null()) model.training["pretraining"] = loop.state().pretraining;
   return model;
 }

@@ -211,5 +211,11 @@ class Bert {
 // pretraining from a classifier. The shapes must agree (throws Error).
 template <class T>
 void copy_encoder_weights(const Bert<T>& from, Bert<T>& to);
+// Every tensor of `to` (its encoder's only, when encoder_only) from the tensor
+// of that name in `from`. The word embeddings of `to` may have more rows
+// (train --extend-vocab): from's rows come first, and the rows past them keep
+// to's values (initialised as for training).
+template <class T>
+void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only);
 
 }  // namespace zibert

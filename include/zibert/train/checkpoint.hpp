@@ -23,6 +23,7 @@ struct TrainOptions {
   std::int64_t min_count = 1;
   std::int64_t max_vocab = 0;  // pretrain --vocab-size: at most this many ids, specials included (0 = no bound)
   bool lowercase = false;
+  bool extend_vocab = false;  // train --init --extend-vocab: characters new to the starting model get rows
   std::string positive;     // positive label of a binary model; "" = guess
   std::string windows;      // how a long text's windows combine: max, mean, first; "" = the starting model's, else mean
   int threads = 1;          // recorded in the model (results depend on it)
