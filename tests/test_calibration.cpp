@@ -171,6 +171,17 @@ TEST_CASE("train fits a temperature, which classify, eval and info use and --raw
   }
   CHECK(differ > 0);
 
+  // plot --reliability: the diagram, raw and calibrated.
+  r = run_zibert("plot --reliability -m " + dir + "/m.safetensors --data " + dir + "/dev.tsv --svg " + dir + "/r.svg");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const std::string svg = read_text(dir + "/r.svg");
+  CHECK_THAT(svg, Catch::StartsWith("<?xml") && Catch::Contains("class=\"bar\"") && Catch::Contains("class=\"diagonal\"") &&
+                      Catch::Contains("calibrated (T = ") && Catch::Contains("ECE "));
+  CHECK(run_zibert("plot --reliability -m " + dir + "/m.safetensors --svg " + dir + "/x.svg").status == 2);
+  CHECK(run_zibert("plot log.jsonl --reliability --data " + dir + "/dev.tsv --svg " + dir + "/x.svg").status == 2);
+  CHECK(run_zibert("plot --svg " + dir + "/x.svg").status == 2);
+
   // --no-calibration: a model without a temperature, which predicts raw.
   r = run_zibert("train --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv --out " + dir + "/n.safetensors " +
                  common + " --no-calibration");

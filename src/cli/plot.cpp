@@ -1,18 +1,46 @@
-// zibert plot: training curves from a train --log file.
+// zibert plot: training curves from a train --log file, or a model's
+// reliability diagram on labelled data.
 #include "cli.hpp"
 #include "zibert/base/line_source.hpp"
 #include "zibert/base/io.hpp"
 #include "zibert/report/plot.hpp"
+#include "zibert/report/reliability.hpp"
+#include "zibert/text/dataset.hpp"
+#include "zibert/train/calibrate.hpp"
 
 namespace zibert::cli {
 namespace {
 
 struct PlotCli {
-  std::string log, svg;
+  std::string log, svg, model, data;
+  bool reliability = false;
+  int threads = 0;
 };
+
+int run_reliability(const PlotCli& o) {
+  apply_threads(o.threads);
+  const Classifier model = load_classifier(o.model);
+  const Dataset data = read_dataset(o.data);
+  const std::size_t k = model.labels.size();
+  const ScoredData raw = score_dataset(model, data, /*raw=*/true);
+  const CalibrationStats raw_stats = calibration_stats(raw.probs, k, raw.gold);
+  std::optional<CalibrationStats> tempered;
+  if (model.calibration) tempered = calibration_stats(score_dataset(model, data, false).probs, k, raw.gold);
+  const std::string name = o.model.empty() ? "the default model" : o.model;
+  write_file_atomic(o.svg, reliability_svg(raw_stats, tempered, model.calibration ? model.calibration->temperature : 1,
+                                           "reliability: " + name + " on " + o.data));
+  return kExitOk;
+}
 
 int run_plot(const PlotCli& o) {
   check_output_path(o.svg);
+  if (o.reliability) {
+    if (!o.log.empty()) throw Error("plot --reliability draws a model on --data; it takes no training log");
+    if (o.data.empty()) throw Error("plot --reliability needs --data (labelled, held out: dev or test)");
+    return run_reliability(o);
+  }
+  if (o.log.empty()) throw Error("plot needs a train --log file (or --reliability -m MODEL --data FILE)");
+  if (!o.model.empty() || !o.data.empty()) throw Error("-m and --data are for --reliability");
   LineSource src = o.log == "-" ? LineSource::stdin_source() : LineSource::open(o.log);
   std::vector<nlohmann::json> records;
   std::string line;
@@ -38,11 +66,18 @@ Runner setup_plot(CLI::App& app) {
   auto o = std::make_shared<PlotCli>();
   app.footer(
       "Draw training curves (train and dev loss, dev accuracy and macro-F1 against steps)\n"
-      "from the JSON lines of train --log as a self-contained SVG.\n\n"
-      "Example:\n  zibert train --data train.tsv --out m.safetensors --log train.jsonl\n"
-      "  zibert plot train.jsonl --svg curves.svg");
-  app.add_option("log", o->log, "The train --log file (- for stdin)")->required();
+      "from the JSON lines of train --log as a self-contained SVG; or, with --reliability, a\n"
+      "model's reliability diagram on labelled data (accuracy per bin of the top probability,\n"
+      "raw and calibrated, with ECE, Brier and NLL).\n\n"
+      "Examples:\n  zibert train --data train.tsv --out m.safetensors --log train.jsonl\n"
+      "  zibert plot train.jsonl --svg curves.svg\n"
+      "  zibert plot --reliability -m m.safetensors --data test.tsv --svg reliability.svg");
+  app.add_option("log", o->log, "The train --log file (- for stdin)");
   app.add_option("--svg", o->svg, "The SVG file to write")->required();
+  app.add_flag("--reliability", o->reliability, "Draw -m MODEL's reliability diagram on --data instead");
+  add_model_option(app, o->model);
+  app.add_option("--data", o->data, "With --reliability: labelled data, held out")->check(CLI::ExistingFile);
+  add_threads_option(app, o->threads);
   return [o] { return run_plot(*o); };
 }
 
