@@ -200,7 +200,7 @@ TEST_CASE("classify -k lists the top labels and a multi-class --threshold the la
   CHECK_THAT(r.err, Catch::Contains("--threshold decides a binary model's positive label"));
 }
 
-TEST_CASE("classify and embed show progress on a terminal, through a pseudo-terminal, and only there unless "
+TEST_CASE("classify embed and eval show progress on a terminal (a pseudo-terminal here) and elsewhere only with "
           "--progress", "[classify]") {
   std::string dir = temp_dir();
   std::string text;
@@ -226,6 +226,16 @@ TEST_CASE("classify and embed show progress on a terminal, through a pseudo-term
   r = run_shell(kZ + " classify --threads 1 --progress " + dir + "/big.txt > /dev/null");
   CHECK_THAT(r.err, Catch::Contains("40000 lines") && Catch::EndsWith(", done\n"));
   CHECK_THAT(r.err, !Catch::Contains("\r"));
+  // eval counts texts: done of total.
+  write_text(dir + "/big.tsv", "text\tlabel\n" + std::string([&] {
+               std::string rows;
+               for (int i = 0; i < 9000; ++i) rows += i % 2 ? "他们点了一坛佛跳墙\t1\n" : "今天的午饭是番茄炒蛋\t0\n";
+               return rows;
+             }()));
+  r = run_shell(kZ + " eval --threads 1 --progress --data " + dir + "/big.tsv > /dev/null");
+  CHECK_THAT(r.err, Catch::Contains("9000 of 9000 texts (100 %)") && Catch::EndsWith(", done\n"));
+  r = run_shell(kZ + " eval --threads 1 --data " + dir + "/big.tsv > /dev/null");
+  CHECK(r.err.empty());
 }
 
 TEST_CASE("zibert with no command lists the commands with an example each", "[classify][cli]") {

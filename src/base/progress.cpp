@@ -81,6 +81,8 @@ bool InputProgress::wanted(bool forced, const LineSource& src) {
   return forced || (::isatty(STDERR_FILENO) == 1 && !(src.name() == "-" && ::isatty(STDIN_FILENO) == 1));
 }
 
+bool InputProgress::wanted(bool forced) { return forced || ::isatty(STDERR_FILENO) == 1; }
+
 InputProgress::InputProgress(bool enabled)
     : enabled_(enabled), tty_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()), last_(start_) {}
 
@@ -88,12 +90,20 @@ InputProgress::~InputProgress() {
   if (shown_ && tty_) std::fputs("\r\033[K", stderr);
 }
 
-void InputProgress::update(const LineSource& src, std::int64_t lines) {
-  if (!enabled_) return;
+bool InputProgress::due() {
+  if (!enabled_) return false;
   const auto now = std::chrono::steady_clock::now();
-  if (now - last_ < (tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(1000))) return;
+  if (now - last_ < (tty_ ? std::chrono::milliseconds(200) : std::chrono::milliseconds(1000))) return false;
   last_ = now;
-  print(src, lines, false);
+  return true;
+}
+
+void InputProgress::update(const LineSource& src, std::int64_t lines) {
+  if (due()) print(src, lines, false);
+}
+
+void InputProgress::update(const std::string& name, std::int64_t done, std::int64_t total) {
+  if (due()) print(name, done, total, false);
 }
 
 void InputProgress::finish(const LineSource& src, std::int64_t lines) {
@@ -106,6 +116,28 @@ void InputProgress::finish(const LineSource& src, std::int64_t lines) {
   }
   std::fflush(stderr);
   start_ = last_ = std::chrono::steady_clock::now();  // the next input starts its own count
+}
+
+void InputProgress::finish(const std::string& name, std::int64_t done, std::int64_t total) {
+  if (!enabled_) return;
+  if (tty_) {
+    if (shown_) std::fputs("\r\033[K", stderr);
+    shown_ = false;
+  } else {
+    print(name, done, total, true);
+  }
+  std::fflush(stderr);
+}
+
+void InputProgress::print(const std::string& name, std::int64_t done, std::int64_t total, bool last) {
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double rate = elapsed > 0 ? double(done) / elapsed : 0.0;
+  const double eta = rate > 0 ? double(total - done) / rate : 0.0;
+  char line[512];
+  std::snprintf(line, sizeof line, "%s: %lld of %lld texts (%.0f %%), %.0f texts/s, ETA %s", name.c_str(),
+                static_cast<long long>(done), static_cast<long long>(total),
+                total > 0 ? 100.0 * double(done) / double(total) : 100.0, rate, format_duration(eta).c_str());
+  print(line, last);
 }
 
 void InputProgress::print(const LineSource& src, std::int64_t lines, bool last) {
@@ -123,10 +155,14 @@ void InputProgress::print(const LineSource& src, std::int64_t lines, bool last) 
   } else {
     std::snprintf(line, sizeof line, "%s: %lld lines, %.0f lines/s", name.c_str(), static_cast<long long>(lines), rate);
   }
+  print(line, last);
+}
+
+void InputProgress::print(const std::string& line, bool last) {
   if (tty_ && !last)
-    std::fprintf(stderr, "\r\033[K%s", line);
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
   else
-    std::fprintf(stderr, "%s%s\n", line, last ? ", done" : "");
+    std::fprintf(stderr, "%s%s\n", line.c_str(), last ? ", done" : "");
   std::fflush(stderr);
   shown_ = tty_ && !last;
 }

@@ -5,6 +5,7 @@
 
 #include "cli.hpp"
 #include "zibert/text/dataset.hpp"
+#include "zibert/base/progress.hpp"
 #include "zibert/train/calibrate.hpp"
 #include "zibert/train/metrics.hpp"
 #include "zibert/infer/predictor.hpp"
@@ -15,7 +16,7 @@ namespace {
 struct EvalCli {
   std::string model, data;
   double threshold = 0.5;
-  bool json = false, raw_probs = false, threshold_given = false;
+  bool json = false, raw_probs = false, threshold_given = false, progress = false;
   int threads = 0;
 };
 
@@ -46,7 +47,19 @@ int run_eval(const EvalCli& o) {
   }
   Predictor predictor(model, o.threshold);
   predictor.set_raw_probs(o.raw_probs);
-  std::vector<Prediction> preds = predictor.predict_ids(texts);
+  // In slices, for the progress line (a text's prediction does not depend on the others').
+  constexpr std::size_t kSlice = 4096;
+  InputProgress progress(InputProgress::wanted(o.progress));
+  std::vector<Prediction> preds;
+  preds.reserve(texts.size());
+  for (std::size_t first = 0; first < texts.size(); first += kSlice) {
+    const auto begin = texts.begin() + static_cast<std::ptrdiff_t>(first);
+    const auto end = texts.begin() + static_cast<std::ptrdiff_t>(std::min(texts.size(), first + kSlice));
+    std::vector<Prediction> part = predictor.predict_ids({begin, end});
+    preds.insert(preds.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    progress.update(o.data, static_cast<std::int64_t>(preds.size()), static_cast<std::int64_t>(texts.size()));
+  }
+  progress.finish(o.data, static_cast<std::int64_t>(preds.size()), static_cast<std::int64_t>(texts.size()));
   std::vector<std::int32_t> predicted;
   std::vector<float> probs;
   for (const Prediction& p : preds) {
@@ -105,6 +118,7 @@ Runner setup_eval(CLI::App& app) {
   app.add_option("--data", o->data, "Labelled data file")->required();
   CLI::Option* threshold = add_threshold_option(app, o->threshold);
   app.add_flag("--json", o->json, "JSON output");
+  app.add_flag("--progress", o->progress, "Show progress on stderr even when it is not a terminal");
   app.add_flag("--raw-probs", o->raw_probs,
                "Decide and score by the network's raw probabilities, not the calibrated ones");
   add_threads_option(app, o->threads);

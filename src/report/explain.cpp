@@ -185,12 +185,7 @@ std::string explanation_svg(const Explanation& e, const Classifier& model) {
                       "'PingFang SC', 'Microsoft YaHei', sans-serif";
   char buf[512];
   std::string s;
-  std::snprintf(buf, sizeof buf,
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"%s\">\n",
-                width, height, width, height, fonts);
-  s += buf;
-  s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  s += svg_open(width, height, fonts);
   std::snprintf(buf, sizeof buf, "%s  p=%.4f", model.labels[e.prediction.label].c_str(), double(e.prediction.prob));
   s += "<text x=\"16\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" + xml_escape(e.text.size() > 300 ? e.text.substr(0, 300) + "…" : e.text) +
        "</text>\n<text x=\"16\" y=\"50\" font-size=\"13\">prediction " + xml_escape(buf) +

@@ -119,13 +119,7 @@ std::string training_curves_svg(const std::vector<nlohmann::json>& records, cons
     rows.push_back(r);
   }
   const int width = 960, height = 420;
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<rect width=\"100%%\" "
-                "height=\"100%%\" fill=\"white\"/>\n",
-                width, height, width, height);
-  std::string s = buf;
+  std::string s = svg_open(width, height);
   s += "<text x=\"20\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" + xml_escape(title) + "</text>\n";
   s += panel(rows, {{"train_loss", "train loss", "#1f77b4"}, {"dev_loss", "dev loss", "#ff7f0e"}}, "loss", 70, 80, 370,
              270, false);

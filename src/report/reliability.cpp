@@ -47,12 +47,7 @@ std::string reliability_svg(const CalibrationStats& raw, const std::optional<Cal
   auto Y = [](double p) { return kTop + (1 - p) * kSide; };
   const int width = kLeft + kSide + 300, height = kCountsTop + kCountsHeight + 50;
   char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-                "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\">\n<rect width=\"100%%\" "
-                "height=\"100%%\" fill=\"white\"/>\n",
-                width, height, width, height);
-  std::string s = buf;
+  std::string s = svg_open(width, height);
   s += "<text x=\"20\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" + xml_escape(title) + "</text>\n";
   // The reliability panel: accuracy per confidence bin, and the diagonal.
   s += rect(X(0), Y(1), kSide, kSide, "none", " stroke=\"black\"");

@@ -14,4 +14,11 @@ std::string xml_escape(const std::string& s) {
   return out;
 }
 
+std::string svg_open(int width, int height, const std::string& font_family) {
+  const std::string w = std::to_string(width), h = std::to_string(height);
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + w +
+         "\" height=\"" + h + "\" viewBox=\"0 0 " + w + " " + h + "\" font-family=\"" + font_family +
+         "\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+}
+
 }  // namespace zibert

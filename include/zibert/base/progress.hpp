@@ -42,15 +42,22 @@ class InputProgress {
   // enabled: --progress, or stderr is a terminal (and the input is not a
   // terminal being typed into).
   static bool wanted(bool forced, const LineSource& src);
+  static bool wanted(bool forced);  // no streamed input: --progress, or stderr is a terminal
   explicit InputProgress(bool enabled);
   InputProgress(const InputProgress&) = delete;
   InputProgress& operator=(const InputProgress&) = delete;
   ~InputProgress();
   void update(const LineSource& src, std::int64_t lines);  // lines: read so far from src
   void finish(const LineSource& src, std::int64_t lines);  // src is done: clear (or a last plain line)
+  // The same for work counted in texts (eval): done of total, texts/s, ETA.
+  void update(const std::string& name, std::int64_t done, std::int64_t total);
+  void finish(const std::string& name, std::int64_t done, std::int64_t total);
 
  private:
+  bool due();
+  void print(const std::string& line, bool last);
   void print(const LineSource& src, std::int64_t lines, bool last);
+  void print(const std::string& name, std::int64_t done, std::int64_t total, bool last);
   bool enabled_, tty_, shown_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };
