@@ -3,6 +3,7 @@
 #include <set>
 
 #include "helpers.hpp"
+#include "zibert/base/error.hpp"
 #include "zibert/text/dataset.hpp"
 #include "zibert/text/synth.hpp"
 #include "zibert/text/tokenizer.hpp"
@@ -59,6 +60,27 @@ TEST_CASE("synth labels are right and no negative mentions the phrase", "[synth]
     INFO(k);
     CHECK(kinds[k] > 10);
   }
+}
+
+TEST_CASE("synth --separator: spaced forms use the extra separators, and no negative forms the phrase through them",
+          "[synth]") {
+  SynthOptions o = options();
+  o.separators = {"-", "_", "／", "\u200B"};
+  SynthCorpus c = synthesize(base_sentences(), o);
+  std::set<char32_t> seen;
+  for (const auto* split : {&c.train, &c.dev, &c.test})
+    for (const SynthExample& ex : *split) {
+      INFO(ex.text << " " << ex.category);
+      CHECK(mentions(ex.text, kAll, o.separators) == (ex.label == "1"));
+      if (!ex.category.starts_with("pos-spaced")) continue;
+      for (char32_t ch : utf8_decode(ex.text))
+        if (ch == U'-' || ch == U'_' || ch == U'\uFF0F' || ch == U'\u200B') seen.insert(ch);
+    }
+  CHECK(seen.size() == 4);  // every extra separator was used
+  CHECK(mentions("佛-跳-墙", kAll, {"-"}));
+  CHECK_FALSE(mentions("佛-跳-墙", kAll));
+  o.separators = {"ab"};
+  CHECK_THROWS_AS(synthesize(base_sentences(), o), Error);
 }
 
 TEST_CASE("synth splits base sentences before inserting: no base sentence in two splits", "[synth]") {

@@ -18,10 +18,22 @@ bool is_separator(char32_t c) {
   return kSeparators.find(c) != std::u32string::npos;
 }
 
-Text strip_separators(const Text& t) {
+// extra: the caller's own separators (SynthOptions::separators).
+Text strip_separators(const Text& t, const Text& extra = {}) {
   Text out;
   for (char32_t c : t)
-    if (!is_separator(c)) out.push_back(c);
+    if (!is_separator(c) && std::find(extra.begin(), extra.end(), c) == extra.end()) out.push_back(c);
+  return out;
+}
+
+// The separators given, each one code point (Error otherwise).
+Text separator_chars(const std::vector<std::string>& separators) {
+  Text out;
+  for (const std::string& s : separators) {
+    const Text t = utf8_decode(s);
+    if (t.size() != 1) throw Error("synth: a separator must be one character, not \"" + s + "\"");
+    out.push_back(t[0]);
+  }
   return out;
 }
 
@@ -61,7 +73,7 @@ constexpr std::array<KindInfo, 12> kKinds{{{Kind::PosStart, "pos-start", 1.0},
 
 class Generator {
  public:
-  explicit Generator(const SynthOptions& o) : o_(o) {
+  explicit Generator(const SynthOptions& o) : o_(o), extra_(separator_chars(o.separators)) {
     phrases_.push_back(utf8_decode(o.phrase));
     for (const auto& v : o.variants) phrases_.push_back(utf8_decode(v));
     for (const auto& p : phrases_)
@@ -79,7 +91,7 @@ class Generator {
   }
 
   bool mentions_any(const Text& t) const {
-    Text bare = strip_separators(t);
+    Text bare = strip_separators(t, extra_);
     for (const auto& p : phrases_)
       if (contains(bare, p)) return true;
     return false;
@@ -138,7 +150,13 @@ class Generator {
         return insert_at(base, any, piece);
       }
       case Kind::PosSpaced: {
-        char32_t sep = rng.below(2) ? U' ' : U'\u00B7';
+        // Space or · (one draw, as before any extras existed), else any of them alike.
+        const char32_t sep = extra_.empty()                 ? (rng.below(2) ? U' ' : U'\u00B7')
+                             : [&] {
+                                 Text all{U'\u00B7', U' '};
+                                 all.insert(all.end(), extra_.begin(), extra_.end());
+                                 return all[rng.below(all.size())];
+                               }();
         Text piece;
         for (char32_t c : phrase(rng)) {
           if (!piece.empty()) piece.push_back(sep);
@@ -210,14 +228,16 @@ class Generator {
   }
 
   const SynthOptions& o_;
+  Text extra_;  // the caller's separators (o_.separators), one code point each
   std::vector<Text> phrases_, near_;
   std::vector<std::pair<Text, Text>> dishes_;
 };
 
 }  // namespace
 
-bool mentions(const std::string& text, const std::vector<std::string>& phrases) {
-  Text bare = strip_separators(utf8_decode(text));
+bool mentions(const std::string& text, const std::vector<std::string>& phrases,
+              const std::vector<std::string>& separators) {
+  Text bare = strip_separators(utf8_decode(text), separator_chars(separators));
   for (const auto& p : phrases)
     if (contains(bare, utf8_decode(p))) return true;
   return false;

@@ -14,6 +14,10 @@ struct SynthOptions {
   std::vector<std::string> variants;    // other spellings that count as the phrase (佛跳牆, 佛跳墻)
   std::vector<std::string> near_misses; // words that must stay negative (狗急跳墙, 仿佛, 佛跳过墙 …)
   std::vector<std::string> dish_forms;  // templates with {} for the phrase inside longer names (一锅{})
+  // More characters pos-spaced may put between the phrase's characters, beside
+  // space and · (佛-跳-墙, 佛_跳_墙); each one code point. Negatives never form
+  // the phrase through them either.
+  std::vector<std::string> separators;
   std::uint64_t seed = 1;
   double dev_fraction = 0.1, test_fraction = 0.1;
   std::int64_t copies = 1;              // examples generated per base sentence
@@ -42,7 +46,8 @@ struct BaseSentence {
 SynthCorpus synthesize(const std::vector<BaseSentence>& base, const SynthOptions& options);
 
 // True when text mentions the phrase or a variant, ignoring spaces, tabs, ·
-// and quotation marks between the characters.
-bool mentions(const std::string& text, const std::vector<std::string>& phrases);
+// and quotation marks between the characters (and the extra separators given).
+bool mentions(const std::string& text, const std::vector<std::string>& phrases,
+              const std::vector<std::string>& separators = {});
 
 }  // namespace zibert
