@@ -1,5 +1,6 @@
 // zibert classify: one prediction per input line, streamed in chunks, with
-// grep-like filtering (--filter, -c, -q, -n, -H/-h) and whole-file --document.
+// grep-like filtering (--filter, -v, -c, -q, -n, -H/-h), fastText's top
+// labels (-k, a multi-class --threshold) and whole-file --document.
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -155,7 +156,6 @@ class Classify {
   // k label<TAB>prob pairs, empty where fewer are listed), or JSONL.
   std::string record(const Prediction& p, const std::string& text, const LineSource& src, std::int64_t line_no,
                      std::int64_t offset) const {
-    const std::string& label = model_.labels[p.label];
     const std::vector<std::int32_t> shown = listing_ ? listed(p) : std::vector<std::int32_t>{p.label};
     if (o_.format == "jsonl") {
       nlohmann::ordered_json j;
@@ -195,7 +195,6 @@ class Classify {
       std::snprintf(prob, sizeof prob, "%.4f", double(p.probs[shown[i]]));
       out += model_.labels[shown[i]] + "\t" + prob;
     }
-    (void)label;
     if (offset >= 0) out += "\t" + std::to_string(offset);
     if (o_.document)
       out += "\t" + escape_tsv(display(src));

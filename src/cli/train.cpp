@@ -96,6 +96,8 @@ int run_train(const TrainCli& o) {
     if (c.data.empty() || c.out.empty()) throw Error("train needs --data and --out (or --resume CHECKPOINT)");
     opt.threads = apply_threads(o.threads);
   }
+  if (opt.extend_vocab && c.init.empty() && o.resume.empty())
+    throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the data");
   // Fail before any work when a result could not be written.
   prepare_outputs(c.out, c.checkpoint, opt);
   Dataset train;
@@ -118,8 +120,6 @@ int run_train(const TrainCli& o) {
   opt.run = run_record(c, opt);
   std::optional<Classifier> init;
   if (!c.init.empty()) init = load_init_model(c.init);
-  if (opt.extend_vocab && c.init.empty() && o.resume.empty())
-    throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the data");
   const bool from_encoder = c.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
   if (from_encoder && !o.lr_given) opt.adam.lr = kFineTuneLr;
   Progress progress(o.quiet);
