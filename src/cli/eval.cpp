@@ -45,8 +45,9 @@ int run_eval(const EvalCli& o) {
     gold.push_back(model.label_id(ex.label));
     categories.push_back(ex.category);
   }
+  // Raw probabilities, predicted once: the calibrated ones are these tempered.
   Predictor predictor(model, o.threshold);
-  predictor.set_raw_probs(o.raw_probs);
+  predictor.set_raw_probs(true);
   // In slices, for the progress line (a text's prediction does not depend on the others').
   constexpr std::size_t kSlice = 4096;
   InputProgress progress(InputProgress::wanted(o.progress));
@@ -60,31 +61,27 @@ int run_eval(const EvalCli& o) {
     progress.update(o.data, static_cast<std::int64_t>(preds.size()), static_cast<std::int64_t>(texts.size()));
   }
   progress.finish(o.data, static_cast<std::int64_t>(preds.size()), static_cast<std::int64_t>(texts.size()));
+  const std::size_t k = model.labels.size();
+  std::vector<float> raw_probs;
+  for (const Prediction& p : preds) raw_probs.insert(raw_probs.end(), p.probs.begin(), p.probs.end());
+  // The labels: from the calibrated probabilities (as classify decides), or --raw-probs the raw ones.
+  const bool use_calibrated = model.calibration && !o.raw_probs;
+  const std::vector<float> probs = use_calibrated ? tempered(raw_probs, k, model.calibration->temperature) : raw_probs;
   std::vector<std::int32_t> predicted;
-  std::vector<float> probs;
-  for (const Prediction& p : preds) {
-    predicted.push_back(p.label);
-    probs.insert(probs.end(), p.probs.begin(), p.probs.end());
-  }
+  for (std::size_t i = 0; i < preds.size(); ++i) predicted.push_back(predictor.decide(&probs[i * k]));
   Metrics m = compute_metrics(model.labels, gold, predicted, data.has_category ? categories : std::vector<std::string>{});
   // How well the probabilities mean what they say: raw, and as calibrated.
-  const std::size_t k = model.labels.size();
-  const CalibrationStats used = calibration_stats(probs, k, gold);
-  std::optional<CalibrationStats> raw, tempered;
-  if (model.calibration) {
-    tempered = o.raw_probs ? calibration_stats(score_dataset(model, data, false).probs, k, gold) : used;
-    raw = o.raw_probs ? used : calibration_stats(score_dataset(model, data, true).probs, k, gold);
-  } else {
-    raw = used;
-  }
+  const CalibrationReport report = calibration_report(model, raw_probs, gold);
+  const CalibrationStats* raw = &report.raw;
+  const std::optional<CalibrationStats>& tempered_stats = report.calibrated;
   std::string out;
   if (o.json) {
     nlohmann::json j = m.to_json();
     j["calibration"] = {{"temperature", model.calibration ? nlohmann::json(model.calibration->temperature) : nullptr},
                         {"bins", kCalibrationBins},
                         {"raw", raw->to_json()},
-                        {"calibrated", tempered ? tempered->to_json() : nlohmann::json(nullptr)},
-                        {"probabilities", o.raw_probs || !model.calibration ? "raw" : "calibrated"}};
+                        {"calibrated", tempered_stats ? tempered_stats->to_json() : nlohmann::json(nullptr)},
+                        {"probabilities", use_calibrated ? "calibrated" : "raw"}};
     out = j.dump(2) + "\n";
   } else {
     out = m.to_table();
@@ -92,9 +89,9 @@ int run_eval(const EvalCli& o) {
     out += "\ncalibration (" + std::to_string(kCalibrationBins) + " bins)   ECE      Brier    NLL\n";
     std::snprintf(row, sizeof row, "  raw                    %-8.4f %-8.4f %.4f\n", raw->ece, raw->brier, raw->nll);
     out += row;
-    if (tempered) {
+    if (tempered_stats) {
       std::snprintf(row, sizeof row, "  temperature %-10.3g %-8.4f %-8.4f %.4f\n", model.calibration->temperature,
-                    tempered->ece, tempered->brier, tempered->nll);
+                    tempered_stats->ece, tempered_stats->brier, tempered_stats->nll);
       out += row;
     } else {
       out += "  (no temperature: the model was trained before calibration or with --no-calibration)\n";

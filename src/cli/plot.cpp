@@ -21,13 +21,11 @@ int run_reliability(const PlotCli& o) {
   apply_threads(o.threads);
   const Classifier model = load_classifier(o.model);
   const Dataset data = read_dataset(o.data);
-  const std::size_t k = model.labels.size();
-  const ScoredData raw = score_dataset(model, data, /*raw=*/true);
-  const CalibrationStats raw_stats = calibration_stats(raw.probs, k, raw.gold);
-  std::optional<CalibrationStats> tempered;
-  if (model.calibration) tempered = calibration_stats(score_dataset(model, data, false).probs, k, raw.gold);
+  const ScoredData raw = score_dataset(model, data);
+  const CalibrationReport report = calibration_report(model, raw.probs, raw.gold);
   const std::string name = o.model.empty() ? "the default model" : o.model;
-  write_file_atomic(o.svg, reliability_svg(raw_stats, tempered, model.calibration ? model.calibration->temperature : 1,
+  write_file_atomic(o.svg, reliability_svg(report.raw, report.calibrated,
+                                           model.calibration ? model.calibration->temperature : 1,
                                            "reliability: " + name + " on " + o.data));
   return kExitOk;
 }

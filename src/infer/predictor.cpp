@@ -36,6 +36,11 @@ std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std
   return combine(plan.windows, window_probs, texts.size());
 }
 
+std::int32_t Predictor::decide(const float* probs) const {
+  if (binary()) return probs[positive_] >= threshold_ ? positive_ : 1 - positive_;
+  return static_cast<std::int32_t>(std::max_element(probs, probs + model_.labels.size()) - probs);
+}
+
 // The windows' probabilities (windows, K) combined per text as the model
 // says (Classifier::window_combine), and the label decided.
 std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
@@ -75,10 +80,7 @@ std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, c
     // The text's probabilities tempered (after the windows combine, so the
     // best label stays the same; the threshold reads the calibrated P).
     if (calibrated()) apply_temperature(p.probs.data(), k, model_.calibration->temperature);
-    if (binary())
-      p.label = p.probs[positive_] >= threshold_ ? positive_ : 1 - positive_;
-    else
-      p.label = static_cast<std::int32_t>(std::max_element(p.probs.begin(), p.probs.end()) - p.probs.begin());
+    p.label = decide(p.probs.data());
     p.prob = p.probs[p.label];
   }
   return out;

@@ -115,6 +115,11 @@ void apply_temperature(float* probs, std::size_t k, double temperature) {
   for (std::size_t c = 0; c < k; ++c) probs[c] = static_cast<float>(std::exp(l[c] - top) / sum);
 }
 
+std::vector<float> tempered(std::vector<float> probs, std::size_t k, double temperature) {
+  for (std::size_t r = 0; r + k <= probs.size(); r += k) apply_temperature(&probs[r], k, temperature);
+  return probs;
+}
+
 double fit_temperature(const std::vector<float>& probs, std::size_t k, const std::vector<std::int32_t>& gold) {
   if (gold.empty()) throw Error("fitting a temperature needs at least one example");
   // Golden-section search over ln T; the NLL is convex in β = 1/T, so unimodal in ln T.

@@ -5,7 +5,7 @@
 
 namespace zibert {
 
-ScoredData score_dataset(const Classifier& model, const Dataset& data, bool raw) {
+ScoredData score_dataset(const Classifier& model, const Dataset& data) {
   std::vector<std::vector<std::int32_t>> texts;
   ScoredData out;
   for (const Example& ex : data.rows) {
@@ -15,21 +15,28 @@ ScoredData score_dataset(const Classifier& model, const Dataset& data, bool raw)
     out.gold.push_back(id);
   }
   Predictor predictor(model);
-  predictor.set_raw_probs(raw);
+  predictor.set_raw_probs(true);
   for (const Prediction& p : predictor.predict_ids(texts)) out.probs.insert(out.probs.end(), p.probs.begin(), p.probs.end());
   return out;
 }
 
+CalibrationReport calibration_report(const Classifier& model, const std::vector<float>& raw_probs,
+                                     const std::vector<std::int32_t>& gold) {
+  const std::size_t k = model.labels.size();
+  CalibrationReport r{calibration_stats(raw_probs, k, gold), std::nullopt};
+  if (model.calibration) r.calibrated = calibration_stats(tempered(raw_probs, k, model.calibration->temperature), k, gold);
+  return r;
+}
+
 Calibration calibrate(const Classifier& model, const Dataset& data) {
   if (data.rows.empty()) throw Error("calibration needs held-out examples, and " + data.name + " has none");
-  ScoredData scored = score_dataset(model, data, /*raw=*/true);
+  const ScoredData scored = score_dataset(model, data);
   const std::size_t k = model.labels.size();
   Calibration c;
   c.examples = static_cast<std::int64_t>(scored.gold.size());
   c.before = calibration_stats(scored.probs, k, scored.gold);
   c.temperature = fit_temperature(scored.probs, k, scored.gold);
-  for (std::size_t r = 0; r < scored.gold.size(); ++r) apply_temperature(&scored.probs[r * k], k, c.temperature);
-  c.after = calibration_stats(scored.probs, k, scored.gold);
+  c.after = calibration_stats(tempered(scored.probs, k, c.temperature), k, scored.gold);
   c.before.bins.clear();
   c.after.bins.clear();
   return c;

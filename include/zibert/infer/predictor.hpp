@@ -41,6 +41,9 @@ class Predictor {
   // the network's own. Tempering keeps the most probable label.
   void set_raw_probs(bool raw) { raw_ = raw; }
   bool calibrated() const { return model_.calibration && !raw_; }
+  // The label of a text's (combined) probabilities, K of them: a binary
+  // model's positive when P(positive) >= the threshold, else the most probable.
+  std::int32_t decide(const float* probs) const;
   bool tabulated() const { return tables_ != nullptr; }
   bool int8() const { return int8_ != nullptr; }
   Int8Isa int8_isa() const { return int8_ ? int8_->isa() : Int8Isa::scalar; }

@@ -44,6 +44,8 @@ CalibrationStats calibration_stats(const std::vector<float>& probs, std::size_t 
 
 // p ∝ p^(1/T), in place, for each row of K (in log space; a zero stays zero).
 void apply_temperature(float* probs, std::size_t k, double temperature);
+// Every row (n, K) of probs so tempered.
+std::vector<float> tempered(std::vector<float> probs, std::size_t k, double temperature);
 
 // The T in [0.05, 100] that minimises the NLL of probs at temperature T
 // (golden-section search on ln T; the NLL is convex in 1/T).

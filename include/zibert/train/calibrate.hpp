@@ -2,6 +2,8 @@
 // probabilities on held-out data (model/calibration.hpp), with the
 // measures before and after.
 #pragma once
+#include <optional>
+
 #include "zibert/model/classifier.hpp"
 #include "zibert/text/dataset.hpp"
 
@@ -13,12 +15,21 @@ namespace zibert {
 // does not know.
 Calibration calibrate(const Classifier& model, const Dataset& data);
 
-// The model's probabilities (n, K) on data's texts, raw or as it predicts them,
-// and the gold label ids (same checks as calibrate).
+// The model's raw probabilities (n, K) on data's texts, its temperature not
+// applied, and the gold label ids (same checks as calibrate).
 struct ScoredData {
   std::vector<float> probs;
   std::vector<std::int32_t> gold;
 };
-ScoredData score_dataset(const Classifier& model, const Dataset& data, bool raw);
+ScoredData score_dataset(const Classifier& model, const Dataset& data);
+
+// How well raw probabilities (n, K) are calibrated, and, when the model has a
+// temperature, the same probabilities tempered by it (what it predicts).
+struct CalibrationReport {
+  CalibrationStats raw;
+  std::optional<CalibrationStats> calibrated;
+};
+CalibrationReport calibration_report(const Classifier& model, const std::vector<float>& raw_probs,
+                                     const std::vector<std::int32_t>& gold);
 
 }  // namespace zibert
