@@ -99,37 +99,34 @@ bool InputProgress::due() {
 }
 
 void InputProgress::update(const LineSource& src, std::int64_t lines) {
-  if (due()) print(src, lines, false);
+  if (due()) print(line_of(src, lines), false);
 }
 
 void InputProgress::update(const std::string& name, std::int64_t done, std::int64_t total) {
-  if (due()) print(name, done, total, false);
+  if (due()) print(line_of(name, done, total), false);
 }
 
 void InputProgress::finish(const LineSource& src, std::int64_t lines) {
-  if (!enabled_) return;
+  if (enabled_) end(line_of(src, lines));
+}
+
+void InputProgress::finish(const std::string& name, std::int64_t done, std::int64_t total) {
+  if (enabled_) end(line_of(name, done, total));
+}
+
+// A terminal's line is cleared; elsewhere the last line stays.
+void InputProgress::end(const std::string& last_line) {
   if (tty_) {
     if (shown_) std::fputs("\r\033[K", stderr);
     shown_ = false;
   } else {
-    print(src, lines, true);
+    print(last_line, true);
   }
   std::fflush(stderr);
   start_ = last_ = std::chrono::steady_clock::now();  // the next input starts its own count
 }
 
-void InputProgress::finish(const std::string& name, std::int64_t done, std::int64_t total) {
-  if (!enabled_) return;
-  if (tty_) {
-    if (shown_) std::fputs("\r\033[K", stderr);
-    shown_ = false;
-  } else {
-    print(name, done, total, true);
-  }
-  std::fflush(stderr);
-}
-
-void InputProgress::print(const std::string& name, std::int64_t done, std::int64_t total, bool last) {
+std::string InputProgress::line_of(const std::string& name, std::int64_t done, std::int64_t total) const {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = elapsed > 0 ? double(done) / elapsed : 0.0;
   const double eta = rate > 0 ? double(total - done) / rate : 0.0;
@@ -137,10 +134,10 @@ void InputProgress::print(const std::string& name, std::int64_t done, std::int64
   std::snprintf(line, sizeof line, "%s: %lld of %lld texts (%.0f %%), %.0f texts/s, ETA %s", name.c_str(),
                 static_cast<long long>(done), static_cast<long long>(total),
                 total > 0 ? 100.0 * double(done) / double(total) : 100.0, rate, format_duration(eta).c_str());
-  print(line, last);
+  return line;
 }
 
-void InputProgress::print(const LineSource& src, std::int64_t lines, bool last) {
+std::string InputProgress::line_of(const LineSource& src, std::int64_t lines) const {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const double rate = elapsed > 0 ? double(lines) / elapsed : 0.0;
   const std::string name = src.name() == "-" ? "(standard input)" : src.name();
@@ -155,7 +152,7 @@ void InputProgress::print(const LineSource& src, std::int64_t lines, bool last) 
   } else {
     std::snprintf(line, sizeof line, "%s: %lld lines, %.0f lines/s", name.c_str(), static_cast<long long>(lines), rate);
   }
-  print(line, last);
+  return line;
 }
 
 void InputProgress::print(const std::string& line, bool last) {

@@ -54,10 +54,11 @@ class InputProgress {
   void finish(const std::string& name, std::int64_t done, std::int64_t total);
 
  private:
-  bool due();
+  bool due();  // enabled, and the last line is old enough to redraw
+  std::string line_of(const LineSource& src, std::int64_t lines) const;
+  std::string line_of(const std::string& name, std::int64_t done, std::int64_t total) const;
   void print(const std::string& line, bool last);
-  void print(const LineSource& src, std::int64_t lines, bool last);
-  void print(const std::string& name, std::int64_t done, std::int64_t total, bool last);
+  void end(const std::string& last_line);
   bool enabled_, tty_, shown_ = false;
   std::chrono::steady_clock::time_point start_, last_;
 };
