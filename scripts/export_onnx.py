@@ -91,6 +91,8 @@ def torch_model(meta, tensors):
 
     # A calibrated model's temperature divides the logits, as zibert applies it.
     temperature = float(json.loads(meta["calibration"])["temperature"]) if "calibration" in meta else 1.0
+    # A multi-label model (train --multi-label) has one sigmoid per label.
+    multi_label = c.get("problem_type") == "multi_label_classification"
 
     class Probs(torch.nn.Module):
         def __init__(self, bert):
@@ -99,6 +101,8 @@ def torch_model(meta, tensors):
 
         def forward(self, ids):
             logits = self.bert(ids)
+            if multi_label:
+                return torch.sigmoid(logits)
             return torch.softmax(logits / temperature if temperature != 1.0 else logits, dim=-1)
 
     return Probs(m), c

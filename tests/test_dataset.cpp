@@ -99,3 +99,46 @@ TEST_CASE("windows cover long texts with overlap", "[batching]") {
   CHECK(window_starts(130, 100) == std::vector<std::int64_t>{0, 30});
   CHECK(with_specials({7, 8, 9}, 4) == std::vector<std::int32_t>{kCls, 7, 8, kSep});
 }
+
+TEST_CASE("multi-label data: several __label__ words, a JSON list, a TSV comma list", "[dataset][multi-label]") {
+  auto labels_of = [](const std::string& text) {
+    Dataset d = parse_dataset(text, "m.txt", /*multi_label=*/true);
+    CHECK(d.multi_label);
+    std::vector<std::vector<std::string>> out;
+    for (const Example& ex : d.rows) {
+      CHECK(ex.label.empty());
+      out.push_back(ex.labels);
+    }
+    return out;
+  };
+  using L = std::vector<std::vector<std::string>>;
+  CHECK(labels_of("__label__food __label__price 红烧肉太贵\n__label__drink\t奶茶\n") ==
+        L{{"food", "price"}, {"drink"}});
+  CHECK(labels_of("{\"text\":\"红烧肉太贵\",\"label\":[\"food\",\"price\"]}\n{\"text\":\"今天\",\"label\":[]}\n"
+                  "{\"text\":\"奶茶\",\"label\":\"drink\"}\n{\"text\":\"一\",\"label\":[1,true]}\n") ==
+        L{{"food", "price"}, {}, {"drink"}, {"1", "true"}});
+  CHECK(labels_of("food, price\t红烧肉太贵\ndrink\t奶茶\n") == L{{"food", "price"}, {"drink"}});
+  CHECK(labels_of("label\ttext\nfood,price\t红烧肉太贵\n") == L{{"food", "price"}});
+  SECTION("a label given twice counts once") {
+    CHECK(labels_of("__label__a __label__a 一\n") == L{{"a"}});
+    CHECK(labels_of("a,a\t一\n") == L{{"a"}});
+  }
+  SECTION("the fastText text keeps what follows the labels") {
+    Dataset d = parse_dataset("__label__a __label__b 红烧肉 __label__c\n", "m.txt", true);
+    CHECK(d.rows[0].text == "红烧肉 __label__c");
+  }
+  SECTION("errors name the line") {
+    CHECK_THROWS_WITH(parse_dataset("a,,b\t一\n", "m.tsv", true),
+                      Catch::StartsWith("m.tsv:1: an empty label in the row's labels"));
+    CHECK_THROWS_WITH(parse_dataset("a\t一\n\t二\n", "m.tsv", true), Catch::StartsWith("m.tsv:2: row has no label"));
+    CHECK_THROWS_WITH(parse_dataset("{\"text\":\"一\",\"label\":[\"a\",{}]}\n", "m.jsonl", true),
+                      Catch::StartsWith("m.jsonl:1: label must be a string"));
+  }
+  SECTION("without multi_label those forms are errors that say so, and a TSV comma is part of the label") {
+    CHECK_THROWS_WITH(parse("__label__a __label__b 一\n"),
+                      Catch::Contains("d.tsv:1:") && Catch::Contains("train --multi-label"));
+    CHECK_THROWS_WITH(parse("{\"text\":\"一\",\"label\":[\"a\"]}\n"),
+                      Catch::Contains("d.tsv:1:") && Catch::Contains("train --multi-label"));
+    CHECK(parse("a,b\t一\n").rows[0].label == "a,b");
+  }
+}

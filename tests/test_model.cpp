@@ -64,6 +64,55 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   }
 }
 
+TEST_CASE("multi-label (one sigmoid per label, BCE) gradients match finite differences", "[model][gradcheck][multi-label]") {
+  double dropout = GENERATE(0.0, 0.2);
+  ModelConfig cfg = tiny_config(dropout);
+  cfg.multi_label = true;
+  Bert<double> net(cfg);
+  fill_uniform(net.params().data(), net.params().size(), 24, -0.5, 0.5);
+  Batch batch = tiny_batch();
+  batch.labels.clear();
+  batch.targets = {1, 0, 1, 0, 0, 0};  // the first text has labels 0 and 2, the second none
+  ModelCache<double> cache;
+  DropoutRng rng{5, 9, dropout};
+  auto loss = [&] { return net.forward(batch, cache, &rng); };
+  net.zero_grad();
+  const double l = loss();
+  net.backward(batch, cache);
+  AlignedVector<double> analytic = net.grads();
+  // The loss is Σ_labels BCE of σ(logits), averaged over the two texts.
+  const MatMap<double> logits(cache.logits.data.data(), 2, 3);
+  double expect = 0;
+  for (Index b = 0; b < 2; ++b)
+    for (Index k = 0; k < 3; ++k) {
+      const double s = 1 / (1 + std::exp(-logits(b, k)));
+      expect -= batch.targets[b * 3 + k] ? std::log(s) : std::log(1 - s);
+    }
+  CHECK(l == Approx(expect / 2).epsilon(1e-13));
+  for (const TensorInfo& t : net.layout()) {
+    INFO(t.name << " (dropout " << dropout << ")");
+    check_tensor_gradient(t.name, analytic.data() + t.offset, numeric_gradient(net.params().data() + t.offset, t.size, loss));
+  }
+  SECTION("split over threads: the same loss and gradients") {
+    DataParallel<double> one(1), split(2);
+    const double l1 = one.train(net, batch, &rng);
+    AlignedVector<double> g1 = net.grads();
+    const double l2 = split.train(net, batch, &rng);
+    CHECK(l2 == Approx(l1).epsilon(1e-13));
+    CHECK(relative_error(net.grads().data(), g1.data(), g1.size()) < 1e-12);
+  }
+  SECTION("the inference fast path gives the training pass's sigmoids") {
+    Batch unlabelled = batch;
+    unlabelled.targets.clear();
+    net.forward(unlabelled, cache, nullptr);
+    const MatR<double> expect_probs = MatMap<double>(cache.probs.data.data(), 2, 3);
+    CHECK(expect_probs.row(0).sum() != Approx(1.0));  // not a softmax
+    InferenceCache<double> ic;
+    const CMatMap<double> fast = infer_forward(net, unlabelled, ic);
+    CHECK((fast - expect_probs).cwiseAbs().maxCoeff() < 1e-12);
+  }
+}
+
 TEST_CASE("the [CLS]-only last layer gives the loss and gradients of the full one", "[model]") {
   Bert<double> net(tiny_config(0.2));
   fill_uniform(net.params().data(), net.params().size(), 22, -0.5, 0.5);

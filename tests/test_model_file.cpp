@@ -152,6 +152,24 @@ TEST_CASE("damaged model files are clear errors, classifiers and encoders alike"
          });
        },
        "needs a binary model with a positive label"},
+      {"unknown problem_type",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           auto config = nlohmann::json::parse(h["__metadata__"]["config"].get<std::string>());
+           config["problem_type"] = "regression";
+           h["__metadata__"]["config"] = config.dump();
+         });
+       },
+       "unknown problem_type \"regression\""},
+      {"multi-label with a positive label (a classifier) or no labels (an encoder)",
+       [good] {
+         return edit_header(good, [](nlohmann::json& h) {
+           auto config = nlohmann::json::parse(h["__metadata__"]["config"].get<std::string>());
+           config["problem_type"] = "multi_label_classification";
+           h["__metadata__"]["config"] = config.dump();
+         });
+       },
+       encoder ? "has no labels to be multi-label" : "a multi-label model has no positive label"},
       {"header not JSON",
        [good] {
          std::string b = good;

@@ -23,6 +23,8 @@ int run_calibrate(const CalibrateCli& o) {
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);
   Classifier model = load_classifier(path);
+  if (model.config.multi_label)
+    throw Error(path + ": a multi-label model's sigmoids are not calibrated by a temperature (it scales a softmax)");
   const Dataset data = read_dataset(o.data);
   model.calibration = calibrate(model, data);
   save_model(o.out, model);

@@ -1,6 +1,7 @@
 // zibert classify: one prediction per input line, streamed in chunks, with
 // grep-like filtering (--filter, -v, -c, -q, -n, -H/-h), fastText's top
 // labels (-k, a multi-class --threshold) and whole-file --document.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -54,6 +55,13 @@ double log_odds(const Prediction& p) {
   return std::round((std::log(double(p.prob)) - std::log(rest)) * 10000.0) / 10000.0;
 }
 
+// A multi-label prediction's log-odds for one label, ln p − ln(1 − p), to 4
+// decimals (±1000 for a probability of exactly 1 or 0).
+double sigmoid_log_odds(float p) {
+  if (p >= 1.0f) return 1000;
+  if (p <= 0.0f) return -1000;
+  return std::round((std::log(double(p)) - std::log1p(-double(p))) * 10000.0) / 10000.0;
+}
 
 class Classify {
  public:
@@ -68,11 +76,14 @@ class Classify {
     } else {
       target_ = model.positive_id();
       if (matching_ && target_ < 0)
-        throw Error("this model has no positive label; say which label to match with --label");
+        throw Error(model.config.multi_label
+                        ? "a multi-label model has no positive label; say which label to match with --label"
+                        : "this model has no positive label; say which label to match with --label");
     }
     show_names_ = o.with_filename || (o.inputs.size() > 1 && !o.no_filename);
+    multi_label_ = model.config.multi_label;
     label_threshold_ = o.threshold_given && !model.binary();
-    listing_ = o.top_k > 0 || label_threshold_;
+    listing_ = o.top_k > 0 || (label_threshold_ && !multi_label_);  // a multi-label record lists its labels anyway
   }
 
   // Returns true when something matched (for the exit status).
@@ -117,7 +128,7 @@ class Classify {
       const Prediction& p = preds[i];
       std::int64_t line_no = first + static_cast<std::int64_t>(i);
       if (matching_) {
-        if ((p.label == target_) == o_.invert) continue;
+        if (matches(p) == o_.invert) continue;
         ++matches_;
         ++file_matches;
         if (o_.quiet || o_.count) continue;
@@ -133,6 +144,13 @@ class Classify {
       }
     }
     if (!out.empty()) write_out(out);
+  }
+
+  // Whether a prediction is the label --filter, -c and -q look for (a
+  // multi-label prediction: whether its labels include it).
+  bool matches(const Prediction& p) const {
+    if (multi_label_) return std::find(p.labels.begin(), p.labels.end(), target_) != p.labels.end();
+    return p.label == target_;
   }
 
   // The labels a record lists with -k or a multi-class --threshold: the
@@ -153,22 +171,29 @@ class Classify {
   }
 
   // One output record: TSV label<TAB>prob[<TAB>offset]<TAB>text (with -k,
-  // k label<TAB>prob pairs, empty where fewer are listed), or JSONL.
+  // k label<TAB>prob pairs, empty where fewer are listed; a multi-label
+  // model's labels and their probabilities comma-separated), or JSONL.
   std::string record(const Prediction& p, const std::string& text, const LineSource& src, std::int64_t line_no,
                      std::int64_t offset) const {
-    const std::vector<std::int32_t> shown = listing_ ? listed(p) : std::vector<std::int32_t>{p.label};
+    const std::vector<std::int32_t> shown = listing_ ? listed(p) : multi_label_ ? p.labels : std::vector<std::int32_t>{p.label};
     if (o_.format == "jsonl") {
       nlohmann::ordered_json j;
       if (show_names_ || o_.document) j["file"] = display(src);
       if (line_no > 0) j["line"] = line_no;
-      if (shown.empty()) {  // a multi-class threshold no label reached
+      if (multi_label_) {  // the labels, and each label's log-odds next to its probability
+        nlohmann::ordered_json names = nlohmann::ordered_json::array(), logits = nlohmann::ordered_json::object();
+        for (std::int32_t c : p.labels) names.push_back(model_.labels[c]);
+        j["labels"] = names;
+        for (std::size_t c = 0; c < model_.labels.size(); ++c) logits[model_.labels[c]] = sigmoid_log_odds(p.probs[c]);
+        j["logits"] = logits;
+      } else if (shown.empty()) {  // a multi-class threshold no label reached
         j["label"] = nullptr;
         j["prob"] = nullptr;
       } else {
         j["label"] = model_.labels[shown[0]];
         j["prob"] = round4(p.probs[shown[0]]);
       }
-      j["logit"] = log_odds(p);
+      if (!multi_label_) j["logit"] = log_odds(p);
       if (listing_) {
         nlohmann::ordered_json top = nlohmann::ordered_json::array();
         for (std::int32_t c : shown) top.push_back({{"label", model_.labels[c]}, {"prob", round4(p.probs[c])}});
@@ -184,7 +209,17 @@ class Classify {
     // A file column only on request (-H): the column layout must not depend on how many files there are.
     std::string out = (o_.with_filename && !o_.document ? display(src) + "\t" : "") +
                       (o_.line_number ? std::to_string(line_no) + "\t" : "");
-    const std::size_t pairs = listing_ ? static_cast<std::size_t>(std::max(o_.top_k, 1)) : 1;
+    if (multi_label_ && !listing_) {  // a,b<TAB>0.9100,0.8000
+      std::string names, probs;
+      for (std::int32_t c : shown) {
+        char prob[32];
+        std::snprintf(prob, sizeof prob, "%s%.4f", probs.empty() ? "" : ",", double(p.probs[c]));
+        names += (names.empty() ? "" : ",") + model_.labels[c];
+        probs += prob;
+      }
+      out += names + "\t" + probs;
+    }
+    const std::size_t pairs = multi_label_ && !listing_ ? 0 : listing_ ? static_cast<std::size_t>(std::max(o_.top_k, 1)) : 1;
     for (std::size_t i = 0; i < pairs; ++i) {
       if (i > 0) out += "\t";
       if (i >= shown.size()) {
@@ -218,7 +253,7 @@ class Classify {
     }
     Prediction p = predictor_.predict_ids({ids})[0];
     if (matching_) {
-      bool hit = (p.label == target_) != o_.invert;
+      bool hit = matches(p) != o_.invert;
       matches_ += hit;
       if (o_.count && !o_.quiet)  // like grep -c: a count for every file, here 0 or 1
         write_out((show_names_ ? display(src) + ":" : "") + (hit ? "1\n" : "0\n"));
@@ -234,6 +269,7 @@ class Classify {
   Predictor predictor_;
   Tokenizer tokenizer_;  // the model's, with --invalid's choice
   bool matching_ = false, show_names_ = false;
+  bool multi_label_ = false;      // one sigmoid per label: a record lists the labels at or above the threshold
   bool label_threshold_ = false;  // --threshold on a multi-class model: which labels records list
   bool listing_ = false;          // -k or label_threshold_
   std::int32_t target_ = -1;
@@ -266,7 +302,8 @@ int run_classify(const ClassifyCli& o) {
   check_flags(o);
   apply_threads(o.threads);
   Classifier model = load_classifier(o.model);
-  if (!model.binary() && o.threshold_given && (o.count || o.quiet || (o.filter && o.format == "tsv")))
+  if (!model.binary() && !model.config.multi_label && o.threshold_given &&
+      (o.count || o.quiet || (o.filter && o.format == "tsv")))
     throw Error("--threshold on a multi-class model chooses the labels a record lists (fastText's predict-prob); "
                 "--filter, -c and -q match the most probable label, so it would do nothing here");
   Classify classify(o, model);
@@ -303,7 +340,7 @@ Runner setup_classify(CLI::App& app) {
   CLI::Option* threshold = add_threshold_option(app, o->threshold);
   threshold->description(
       "Binary models: P(positive) needed for the positive label. Multi-class: list the labels with P >= it (with -k, "
-      "at most k), as fastText's predict-prob");
+      "at most k), as fastText's predict-prob. Multi-label: the labels a text gets (P >= it, else the most probable)");
   app.add_option("-k,--top-k", o->top_k, "List the k most probable labels with their probabilities")
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--raw-probs", o->raw_probs,

@@ -43,7 +43,9 @@ int run_info(const InfoCli& o) {
   }
   std::printf("file        %s\n", path.c_str());
   std::printf("model       %s, %lld layers, %lld heads, dim %lld, ffn %lld, max-len %lld\n",
-              c.task == Task::mlm ? "BERT encoder (masked-LM head; fine-tune with train --init)" : "BERT classifier",
+              c.task == Task::mlm ? "BERT encoder (masked-LM head; fine-tune with train --init)"
+              : c.multi_label     ? "BERT multi-label classifier (one sigmoid per label)"
+                                  : "BERT classifier",
               static_cast<long long>(c.layers), static_cast<long long>(c.heads), static_cast<long long>(c.dim),
               static_cast<long long>(c.ffn), static_cast<long long>(c.max_len));
   if (c.tie_qk || !c.position)
@@ -75,12 +77,18 @@ int run_info(const InfoCli& o) {
     std::printf("training    %lld epochs, batch %lld, lr %g, seed %llu, %lld threads; best epoch %lld\n",
                 t.value("epochs", 0LL), t.value("batch", 0LL), t.value("lr", 0.0), t.value("seed", 0ULL),
                 t.value("threads", 0LL), t.value("best_epoch", 0LL));
-    std::printf("dev         accuracy %.4f, macro-F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0), t.value("dev_macro_f1", 0.0),
-                t.value("dev_loss", 0.0));
+    if (c.multi_label)
+      std::printf("dev         exact match %.4f, micro-F1 %.4f, loss %.4f\n", t.value("dev_exact_match", 0.0),
+                  t.value("dev_micro_f1", 0.0), t.value("dev_loss", 0.0));
+    else
+      std::printf("dev         accuracy %.4f, macro-F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0),
+                  t.value("dev_macro_f1", 0.0), t.value("dev_loss", 0.0));
     if (m.calibration)
       std::printf("calibration temperature %.4g (dev NLL %.4f -> %.4f, ECE %.4f -> %.4f)\n", m.calibration->temperature,
                   m.calibration->before.nll, m.calibration->after.nll, m.calibration->before.ece,
                   m.calibration->after.ece);
+    else if (c.multi_label)
+      std::printf("calibration none (multi-label: the sigmoids' own probabilities)\n");
     else if (c.task == Task::classify)
       std::printf("calibration none (raw probabilities: trained before calibration, or --no-calibration)\n");
     if (t.contains("train_unknown_characters"))

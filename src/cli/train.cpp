@@ -100,6 +100,16 @@ int run_train(const TrainCli& o) {
     throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the data");
   // Fail before any work when a result could not be written.
   prepare_outputs(c.out, c.checkpoint, opt);
+  std::optional<Classifier> init;
+  if (!c.init.empty()) init = load_init_model(c.init);
+  // Multi-label data: as asked (recorded in a checkpoint's shape), or as the starting classifier is.
+  if (init && init->config.task == Task::classify) {
+    if (opt.shape.multi_label && !init->config.multi_label)
+      throw Error("--multi-label: " + c.init + " is a single-label classifier; start from an encoder or a "
+                  "multi-label model");
+    opt.shape.multi_label = init->config.multi_label;
+  }
+  const bool multi_label = opt.shape.multi_label;
   Dataset train;
   if (c.data == "-") {  // read once, into memory
     std::string bytes = read_stdin();
@@ -107,19 +117,17 @@ int run_train(const TrainCli& o) {
     if (resume && print != c.data_fingerprint)
       throw Error("(standard input): not the data the checkpoint was trained on; --resume needs the same data");
     c.data_fingerprint = print;
-    train = parse_dataset(std::move(bytes), "(standard input)");
+    train = parse_dataset(std::move(bytes), "(standard input)", multi_label);
   } else {
     if (!resume) c.data_fingerprint = file_fingerprint(c.data);
-    train = read_dataset(c.data);
+    train = read_dataset(c.data, multi_label);
   }
   Dataset dev;
   if (!c.dev.empty())
-    dev = read_dataset(c.dev);
+    dev = read_dataset(c.dev, multi_label);
   else
     split_holdout(train, dev, c.holdout, opt.seed);
   opt.run = run_record(c, opt);
-  std::optional<Classifier> init;
-  if (!c.init.empty()) init = load_init_model(c.init);
   const bool from_encoder = c.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
   if (from_encoder && !o.lr_given) opt.adam.lr = kFineTuneLr;
   Progress progress(o.quiet);
@@ -140,7 +148,10 @@ int run_train(const TrainCli& o) {
     return report_interrupted(stop, "train");
   }
   trained->calibration.reset();
-  if (!o.no_calibration) {
+  if (multi_label && !o.no_calibration) {
+    progress.message("multi-label: no temperature is fitted (it calibrates a softmax); the sigmoids' probabilities "
+                     "are the model's");
+  } else if (!o.no_calibration) {
     trained->calibration = calibrate(*trained, dev);
     const Calibration& cal = *trained->calibration;
     char line[256];
@@ -148,7 +159,8 @@ int run_train(const TrainCli& o) {
                   cal.temperature, cal.before.nll, cal.after.nll, cal.before.ece, cal.after.ece);
     progress.message(line);
   }
-  save_finished(c.out, *trained, opt, "dev accuracy", "dev_accuracy",
+  save_finished(c.out, *trained, opt, multi_label ? "dev micro-F1" : "dev accuracy",
+                multi_label ? "dev_micro_f1" : "dev_accuracy",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), progress);
   return kExitOk;
 }
@@ -160,7 +172,8 @@ Runner setup_train(CLI::App& app) {
   app.footer(
       "Train a classifier on labelled text.\n"
       "Data: TSV label<TAB>text[<TAB>category] (optional header naming the columns),\n"
-      "fastText '__label__X text', or JSONL {\"text\":…,\"label\":…}; detected by content.\n\n"
+      "fastText '__label__X text', or JSONL {\"text\":…,\"label\":…}; detected by content.\n"
+      "Multi-label (--multi-label): 'a,b<TAB>text', '__label__a __label__b text', {\"label\":[\"a\",\"b\"],…}.\n\n"
       "Example:\n  zibert train --data train.tsv --dev dev.tsv --out my.safetensors --epochs 5");
   app.add_option("--data", o->data, "Training data file, or - for stdin, read once (required unless --resume)")
       ->check(CLI::Validator(
@@ -191,6 +204,10 @@ Runner setup_train(CLI::App& app) {
   app.add_flag("--extend-vocab", o->train.extend_vocab,
                "With --init: give the data's characters that the starting model lacks rows of their own "
                "(initialised as for training) instead of reading them as [UNK]");
+  app.add_flag("--multi-label", o->train.shape.multi_label,
+               "Train one sigmoid per label with binary cross-entropy (fastText's -loss ova): a text may carry "
+               "several labels (several __label__ words, a JSON list, or comma-separated in TSV) or none ([] in "
+               "JSONL); classify prints every label with P >= --threshold");
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
   app.add_option("--windows", o->train.windows, "How a long text's windows combine, recorded in the model: max of "
                                                 "P(positive) (mention detectors), mean (default), first")

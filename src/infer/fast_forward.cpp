@@ -82,7 +82,7 @@ CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<
   const bool fold = !config.tie_qk;  // forward_cls_folded needs queries and keys apart
   encode(net, batch, cache, tables, products, fold);
 
-  // pooled = tanh([CLS] Wpᵀ + bp); probs = softmax(pooled Wcᵀ + bc)
+  // pooled = tanh([CLS] Wpᵀ + bp); probs = softmax (or σ, multi-label) of pooled Wcᵀ + bc
   MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
   const CMatMap<T> last(cache.hidden.data.data() + n_layers * n * c, n, c);
   for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(fold ? b : b * seq);
@@ -92,7 +92,7 @@ CMatMap<T> infer_forward(const Bert<T>& net, const Batch& batch, InferenceCache<
   MatMap<T> logits = cache.logits.view(b_size, config.labels), probs = cache.probs.view(b_size, config.labels);
   products.apply(net.head().classifier, pooled, logits);
   probs = logits;
-  softmax_rows<T>(probs);
+  label_probabilities<T>(config, probs);
   return CMatMap<T>(probs.data(), b_size, config.labels);
 }
 

@@ -41,6 +41,14 @@ std::int32_t Predictor::decide(const float* probs) const {
   return static_cast<std::int32_t>(std::max_element(probs, probs + model_.labels.size()) - probs);
 }
 
+std::vector<std::int32_t> Predictor::decide_labels(const float* probs) const {
+  std::vector<std::int32_t> out;
+  for (std::size_t c = 0; c < model_.labels.size(); ++c)
+    if (probs[c] >= threshold_) out.push_back(static_cast<std::int32_t>(c));
+  if (out.empty()) out.push_back(decide(probs));
+  return out;
+}
+
 // The windows' probabilities (windows, K) combined per text as the model
 // says (Classifier::window_combine), and the label decided.
 std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
@@ -56,7 +64,14 @@ std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, c
     Prediction& p = out[t];
     const float* wp = &window_probs[w * k];
     ++count[t];
-    if (how == Windows::max) {  // the window with the highest P(positive) decides
+    if (how == Windows::max && multi_label()) {  // each label's most probable window
+      for (std::size_t c = 0; c < k; ++c) p.probs[c] = std::max(p.probs[c], wp[c]);
+      const float top = *std::max_element(wp, wp + k);
+      if (top > best[t]) {
+        best[t] = top;
+        p.offset = windows[w].start;
+      }
+    } else if (how == Windows::max) {  // the window with the highest P(positive) decides
       if (wp[positive_] > best[t]) {
         best[t] = wp[positive_];
         std::copy(wp, wp + k, p.probs.begin());
@@ -82,6 +97,7 @@ std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, c
     if (calibrated()) apply_temperature(p.probs.data(), k, model_.calibration->temperature);
     p.label = decide(p.probs.data());
     p.prob = p.probs[p.label];
+    if (multi_label()) p.labels = decide_labels(p.probs.data());
   }
   return out;
 }

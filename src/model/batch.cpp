@@ -35,6 +35,12 @@ void Batch::part_into(Index from, Index count, Batch& out, bool with_labels) con
     out.labels.assign(labels.begin() + from, labels.begin() + from + count);
   else
     out.labels.clear();
+  if (with_labels && !targets.empty()) {
+    const std::size_t k = targets.size() / static_cast<std::size_t>(size);
+    out.targets.assign(targets.begin() + from * k, targets.begin() + (from + count) * k);
+  } else {
+    out.targets.clear();
+  }
 }
 
 std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len) {
@@ -54,14 +60,24 @@ void SequenceSet::add(const std::vector<std::int32_t>& ids, std::int32_t label, 
   lengths.push_back(static_cast<std::int64_t>(seqs.back().size()));
 }
 
+void SequenceSet::add(const std::vector<std::int32_t>& ids, std::vector<std::uint8_t> row_targets, std::int64_t max_len) {
+  if (static_cast<std::int64_t>(ids.size()) > max_len - 2) ++truncated;
+  seqs.push_back(with_specials(ids, max_len));
+  targets.push_back(std::move(row_targets));
+  lengths.push_back(static_cast<std::int64_t>(seqs.back().size()));
+}
+
 Batch batch_of(const SequenceSet& set, const std::vector<std::size_t>& members, bool labelled) {
   std::vector<const std::vector<std::int32_t>*> seqs;
   std::vector<std::int32_t> labels;
   for (std::size_t i : members) {
     seqs.push_back(&set.seqs[i]);
-    if (labelled) labels.push_back(set.labels[i]);
+    if (labelled && !set.labels.empty()) labels.push_back(set.labels[i]);
   }
-  return pack_batch(seqs, labels);
+  Batch batch = pack_batch(seqs, labels);
+  if (labelled && !set.targets.empty())
+    for (std::size_t i : members) batch.targets.insert(batch.targets.end(), set.targets[i].begin(), set.targets[i].end());
+  return batch;
 }
 
 std::vector<std::int64_t> window_starts(std::int64_t length, std::int64_t width) {

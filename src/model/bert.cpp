@@ -264,9 +264,19 @@ T Bert<T>::head_forward(const Batch& batch, bool cls_only, const DropoutRng* rng
   MatMap<T> logits = cache.logits.view(b_size, config_.labels);  // (B, K)
   head_.classifier.forward(pooled_dropped, logits);
   MatMap<T> probs = cache.probs.view(b_size, config_.labels);  // (B, K)
-  if (batch.labels.empty()) {
+  if (config_.multi_label) {  // one sigmoid per label, binary cross-entropy
+    if (batch.targets.empty()) {
+      probs = logits;
+      label_probabilities<T>(config_, probs);
+      return T(0);
+    }
+    if (batch.targets.size() != static_cast<std::size_t>(b_size * config_.labels))
+      throw Error("a multi-label batch needs B×K targets");
+    return binary_cross_entropy_forward<T>(logits, batch.targets.data(), probs);
+  }
+  if (batch.labels.empty()) {  // one softmax over the labels, cross-entropy
     probs = logits;
-    softmax_rows<T>(probs);
+    label_probabilities<T>(config_, probs);
     return T(0);
   }
   for (std::int32_t label : batch.labels)
@@ -279,7 +289,10 @@ void Bert<T>::head_backward(const Batch& batch, ModelCache<T>& cache) const {
   const Index b_size = cache.batch, c = config_.dim;
   MatMap<T> probs(cache.probs.data.data(), b_size, config_.labels);
   MatMap<T> dlogits = cache.grad_logits.view(b_size, config_.labels);  // (B, K)
-  cross_entropy_backward<T>(probs, batch.labels.data(), dlogits);
+  if (config_.multi_label)
+    binary_cross_entropy_backward<T>(probs, batch.targets.data(), dlogits);
+  else
+    cross_entropy_backward<T>(probs, batch.labels.data(), dlogits);
   MatMap<T> dpooled = cache.grad_pooled.view(b_size, c);  // (B, C)
   Ref<T> dpooled_ref(dpooled);
   head_.classifier.backward(MatMap<T>(cache.pooled_dropped.data.data(), b_size, c), dlogits, &dpooled_ref);
@@ -349,7 +362,8 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* g
 template <class T>
 void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   if (grads_.empty()) throw Error("this model was loaded for inference only and cannot be trained");
-  if (batch.labels.empty()) throw Error("backward needs a labelled batch");
+  if (config_.multi_label ? batch.targets.empty() : batch.labels.empty())
+    throw Error("backward needs a labelled batch");
   const Index b_size = cache.batch, seq = cache.seq, n = b_size * seq, c = config_.dim;
   head_backward(batch, cache);
   // The gradient w.r.t. the last layer's output: its [CLS] rows when it
@@ -365,6 +379,16 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   encode_backward(batch, cache);
 }
 
+template <class T>
+void label_probabilities(const ModelConfig& config, Ref<T> x) {
+  if (config.multi_label)
+    sigmoid<T>(x);
+  else
+    softmax_rows<T>(x);
+}
+
+template void label_probabilities<float>(const ModelConfig&, Ref<float>);
+template void label_probabilities<double>(const ModelConfig&, Ref<double>);
 template struct Embeddings<float>;
 template struct Embeddings<double>;
 template class Bert<float>;

@@ -29,8 +29,8 @@ Windows Classifier::window_combine() const {
 }
 
 void Classifier::check_windows() const {
-  if (windows == Windows::max && !binary())
-    throw Error("windows max needs a binary model with a positive label (train --positive)");
+  if (windows == Windows::max && !binary() && !config.multi_label)
+    throw Error("windows max needs a binary model with a positive label (train --positive) or a multi-label one");
 }
 
 Classifier quantize_model(const Classifier& model) {

@@ -24,6 +24,7 @@ void ModelConfig::validate() const {
   if (layers < 1 || layers > 256) bad("layers must be in 1..256");
   if (task == Task::classify && (labels < 2 || labels > 100000)) bad("labels must be in 2..100000");
   if (task == Task::mlm && labels != 0) bad("an encoder (task mlm) has no labels");
+  if (task == Task::mlm && multi_label) bad("an encoder (task mlm) has no labels to be multi-label");
   if (!(dropout >= 0.0 && dropout < 1.0)) bad("dropout must be in [0, 1)");
   if (!(layer_norm_eps > 0.0 && layer_norm_eps < 1.0)) bad("layer_norm_eps must be in (0, 1)");
   // The whole model must stay far below what could overflow offsets.
@@ -80,11 +81,18 @@ std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
   return out;
 }
 
+namespace {
+constexpr const char* kMultiLabel = "multi_label_classification";
+constexpr const char* kSingleLabel = "single_label_classification";
+}  // namespace
+
 nlohmann::json config_to_json(const ModelConfig& c) {
-  return {{"vocab_size", c.vocab_size}, {"max_len", c.max_len}, {"dim", c.dim},
+  nlohmann::json j = {{"vocab_size", c.vocab_size}, {"max_len", c.max_len}, {"dim", c.dim},
           {"heads", c.heads},           {"ffn", c.ffn},         {"layers", c.layers},
           {"labels", c.labels},         {"dropout", c.dropout}, {"layer_norm_eps", c.layer_norm_eps},
           {"tie_qk", c.tie_qk},         {"position_embeddings", c.position}, {"task", task_name(c.task)}};
+  if (c.multi_label) j["problem_type"] = kMultiLabel;  // single-label files stay as they were
+  return j;
 }
 
 ModelConfig config_from_json(const nlohmann::json& j) {
@@ -101,6 +109,10 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.tie_qk = j.value("tie_qk", false);
   c.position = j.value("position_embeddings", true);
   c.task = task_from_name(j.value("task", "classify"));
+  const std::string problem = j.value("problem_type", kSingleLabel);
+  if (problem != kSingleLabel && problem != kMultiLabel)
+    throw Error("unknown problem_type \"" + problem + "\" (zibert reads " + kSingleLabel + " and " + kMultiLabel + ")");
+  c.multi_label = problem == kMultiLabel;
   return c;
 }
 

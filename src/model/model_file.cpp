@@ -166,6 +166,7 @@ class Reader {
     h.positive = meta("positive_label");
     if (!h.positive.empty() && std::find(h.labels.begin(), h.labels.end(), h.positive) == h.labels.end())
       throw bad("positive label \"" + h.positive + "\" is not one of the labels");
+    if (!h.positive.empty() && h.config.multi_label) throw bad("a multi-label model has no positive label");
     if (auto it = file_.metadata.find("windows"); it != file_.metadata.end()) {
       try {
         h.windows = windows_from_name(it->second);
@@ -175,6 +176,8 @@ class Reader {
     }
     if (file_.metadata.count("quantization")) h.quantized = quantized_names(parse("quantization"));
     if (file_.metadata.count("calibration")) {
+      if (h.config.multi_label) throw bad("metadata \"calibration\": a temperature calibrates a softmax, and this "
+                                          "model is multi-label");
       const nlohmann::json calibration = parse("calibration");
       try {
         h.calibration = Calibration::from_json(calibration);

@@ -155,6 +155,38 @@ void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Re
   for (Index b = 0; b < probs.rows(); ++b) dlogits(b, labels[b]) -= inv_b;
 }
 
+template <class T>
+void sigmoid(Ref<T> x) {
+  // σ(z) = 1/(1 + e^−z), from e^−|z| so that nothing overflows.
+  x = x.unaryExpr([](T z) {
+    const T e = std::exp(-std::abs(z));
+    return z >= 0 ? T(1) / (T(1) + e) : e / (T(1) + e);
+  });
+}
+
+template <class T>
+T binary_cross_entropy_forward(const CRef<T>& logits, const std::uint8_t* targets, Ref<T> probs) {
+  probs = logits;
+  sigmoid<T>(probs);
+  const Index k = logits.cols();
+  T loss = 0;
+  for (Index b = 0; b < logits.rows(); ++b)
+    for (Index j = 0; j < k; ++j) {
+      // −[y log σ(z) + (1−y) log(1−σ(z))] = max(z, 0) − y·z + log(1 + e^−|z|)
+      const T z = logits(b, j);
+      loss += std::max(z, T(0)) - (targets[b * k + j] ? z : T(0)) + std::log1p(std::exp(-std::abs(z)));
+    }
+  return loss / T(logits.rows());
+}
+
+template <class T>
+void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* targets, Ref<T> dlogits) {
+  const T inv_b = T(1) / T(probs.rows());
+  const Index k = probs.cols();
+  for (Index b = 0; b < probs.rows(); ++b)
+    for (Index j = 0; j < k; ++j) dlogits(b, j) = (probs(b, j) - T(targets[b * k + j] ? 1 : 0)) * inv_b;
+}
+
 #define ZIBERT_INSTANTIATE(T)                                                                   \
   template struct Linear<T>;                                                                    \
   template struct LayerNorm<T>;                                                                 \
@@ -163,7 +195,10 @@ void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Re
   template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t, std::uint64_t); \
   template void softmax_rows<T>(Ref<T>);                                                        \
   template T cross_entropy_forward<T>(const CRef<T>&, const std::int32_t*, Ref<T>);             \
-  template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>);
+  template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>);         \
+  template void sigmoid<T>(Ref<T>);                                                             \
+  template T binary_cross_entropy_forward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);      \
+  template void binary_cross_entropy_backward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);
 ZIBERT_INSTANTIATE(float)
 ZIBERT_INSTANTIATE(double)
 #undef ZIBERT_INSTANTIATE

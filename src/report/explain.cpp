@@ -67,11 +67,34 @@ Explanation explain(const Classifier& model, const std::vector<char32_t>& text) 
   return e;
 }
 
+namespace {
+
+// "label  p=0.9860", or a multi-label model's "drink p=0.9811, price p=0.9859".
+std::string prediction_summary(const Prediction& p, const Classifier& model) {
+  char buf[96];
+  if (!model.config.multi_label) {
+    std::snprintf(buf, sizeof buf, "  p=%.4f", double(p.prob));
+    return model.labels[p.label] + buf;
+  }
+  std::string out;
+  for (std::int32_t c : p.labels) {
+    std::snprintf(buf, sizeof buf, " p=%.4f", double(p.probs[c]));
+    out += (out.empty() ? "" : ", ") + model.labels[c] + buf;
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json explanation_json(const Explanation& e, const Classifier& model) {
   nlohmann::json j;
   j["text"] = e.text;
   j["label"] = model.labels[e.prediction.label];
   j["prob"] = e.prediction.prob;
+  if (model.config.multi_label) {
+    j["labels"] = nlohmann::json::array();
+    for (std::int32_t c : e.prediction.labels) j["labels"].push_back(model.labels[c]);
+  }
   j["probs"] = nlohmann::json::object();
   for (std::size_t c = 0; c < model.labels.size(); ++c) j["probs"][model.labels[c]] = e.prediction.probs[c];
   j["window_offset"] = e.offset;
@@ -111,10 +134,7 @@ std::string printable(const std::string& token) { return token == " " ? "␠" : 
 
 std::string explanation_terminal(const Explanation& e, const Classifier& model, bool colour) {
   char buf[160];
-  std::string out;
-  std::snprintf(buf, sizeof buf, "prediction  %s  p=%.4f", model.labels[e.prediction.label].c_str(),
-                double(e.prediction.prob));
-  out += buf;
+  std::string out = "prediction  " + prediction_summary(e.prediction, model);
   if (e.offset > 0) out += "  (window at character " + std::to_string(e.offset) + ")";
   out += "\n\n[CLS] attention: how much [CLS] takes from each token\n";
   const std::size_t t = e.tokens.size();
@@ -186,9 +206,8 @@ std::string explanation_svg(const Explanation& e, const Classifier& model) {
   char buf[512];
   std::string s;
   s += svg_open(width, height, fonts);
-  std::snprintf(buf, sizeof buf, "%s  p=%.4f", model.labels[e.prediction.label].c_str(), double(e.prediction.prob));
   s += "<text x=\"16\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" + xml_escape(e.text.size() > 300 ? e.text.substr(0, 300) + "…" : e.text) +
-       "</text>\n<text x=\"16\" y=\"50\" font-size=\"13\">prediction " + xml_escape(buf) +
+       "</text>\n<text x=\"16\" y=\"50\" font-size=\"13\">prediction " + xml_escape(prediction_summary(e.prediction, model)) +
        " — rows are queries, columns are keys; the [CLS] row is outlined</text>\n";
   for (int l = 0; l < layers; ++l)
     for (int h = 0; h < heads; ++h) {

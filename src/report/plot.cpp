@@ -123,8 +123,12 @@ std::string training_curves_svg(const std::vector<nlohmann::json>& records, cons
   s += "<text x=\"20\" y=\"28\" font-size=\"16\" font-weight=\"bold\">" + xml_escape(title) + "</text>\n";
   s += panel(rows, {{"train_loss", "train loss", "#1f77b4"}, {"dev_loss", "dev loss", "#ff7f0e"}}, "loss", 70, 80, 370,
              270, false);
-  s += panel(rows, {{"dev_accuracy", "dev accuracy", "#2ca02c"}, {"dev_macro_f1", "dev macro-F1", "#d62728"}},
-             "dev metrics", 550, 80, 370, 270, true);
+  if (rows.front().contains("dev_micro_f1"))  // a multi-label run's
+    s += panel(rows, {{"dev_exact_match", "dev exact match", "#2ca02c"}, {"dev_micro_f1", "dev micro-F1", "#d62728"}},
+               "dev metrics", 550, 80, 370, 270, true);
+  else
+    s += panel(rows, {{"dev_accuracy", "dev accuracy", "#2ca02c"}, {"dev_macro_f1", "dev macro-F1", "#d62728"}},
+               "dev metrics", 550, 80, 370, 270, true);
   return s + "</svg>\n";
 }
 

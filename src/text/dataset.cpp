@@ -85,20 +85,55 @@ Example parse_tsv(const std::string& line, const TsvColumns& cols, const std::st
   return ex;
 }
 
-Example parse_fasttext(const std::string& line, const std::string& name, std::int64_t n) {
+// Adds label to a multi-label row unless it is there already.
+void add_label(Example& ex, std::string label, const std::string& name, std::int64_t n) {
+  if (label.empty()) throw error_at(name, n, "an empty label in the row's labels");
+  if (std::find(ex.labels.begin(), ex.labels.end(), label) == ex.labels.end()) ex.labels.push_back(std::move(label));
+}
+
+// "a,b, c" → a, b, c (a multi-label TSV row's label column).
+void split_label_list(Example& ex, const std::string& name, std::int64_t n) {
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = ex.label.find(',', start);
+    std::string part = ex.label.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    while (!part.empty() && part.back() == ' ') part.pop_back();
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    add_label(ex, std::move(part), name, n);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  ex.label.clear();
+}
+
+Example parse_fasttext(const std::string& line, bool multi_label, const std::string& name, std::int64_t n) {
   static const std::string prefix = "__label__";
   if (line.rfind(prefix, 0) != 0) throw error_at(name, n, "expected a __label__ prefix (fastText format)");
-  std::size_t space = line.find_first_of(" \t");
   Example ex;
   ex.line = n;
-  ex.label = line.substr(prefix.size(), space == std::string::npos ? std::string::npos : space - prefix.size());
-  ex.text = space == std::string::npos ? "" : line.substr(space + 1);
-  if (ex.text.rfind(prefix, 0) == 0)
-    throw error_at(name, n, "more than one __label__; zibert trains single-label classifiers");
+  std::size_t at = 0;
+  do {  // each leading __label__ word is a label
+    const std::size_t space = line.find_first_of(" \t", at);
+    std::string label = line.substr(at + prefix.size(), space == std::string::npos ? std::string::npos : space - at - prefix.size());
+    at = space == std::string::npos ? line.size() : space + 1;
+    if (!multi_label && !ex.label.empty())
+      throw error_at(name, n, "more than one __label__: multi-label data needs train --multi-label");
+    if (multi_label)
+      add_label(ex, std::move(label), name, n);
+    else
+      ex.label = std::move(label);
+  } while (line.compare(at, prefix.size(), prefix) == 0);
+  ex.text = line.substr(at);
   return ex;
 }
 
-Example parse_jsonl(const std::string& line, const std::string& name, std::int64_t n) {
+std::string label_string(const nlohmann::json& label, const std::string& name, std::int64_t n) {
+  if (label.is_string()) return label.get<std::string>();
+  if (label.is_number_integer() || label.is_boolean()) return label.dump();
+  throw error_at(name, n, "label must be a string, an integer or a boolean");
+}
+
+Example parse_jsonl(const std::string& line, bool multi_label, const std::string& name, std::int64_t n) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(line);
@@ -112,12 +147,14 @@ Example parse_jsonl(const std::string& line, const std::string& name, std::int64
   ex.text = j["text"].get<std::string>();
   if (!j.contains("label")) throw error_at(name, n, "row has no label");
   const auto& label = j["label"];
-  if (label.is_string())
-    ex.label = label.get<std::string>();
-  else if (label.is_number_integer() || label.is_boolean())
-    ex.label = label.dump();
+  if (label.is_array() && !multi_label)
+    throw error_at(name, n, "label is a list: multi-label data needs train --multi-label");
+  if (!multi_label)
+    ex.label = label_string(label, name, n);
+  else if (label.is_array())
+    for (const auto& one : label) add_label(ex, label_string(one, name, n), name, n);
   else
-    throw error_at(name, n, "label must be a string, an integer or a boolean");
+    add_label(ex, label_string(label, name, n), name, n);
   if (j.contains("category")) {
     if (!j["category"].is_string()) throw error_at(name, n, "category must be a string");
     ex.category = j["category"].get<std::string>();
@@ -127,20 +164,21 @@ Example parse_jsonl(const std::string& line, const std::string& name, std::int64
 
 }  // namespace
 
-Dataset read_dataset(const std::string& path) {
+Dataset read_dataset(const std::string& path, bool multi_label) {
   LineSource src = LineSource::open(path);
-  return parse_dataset(src);
+  return parse_dataset(src, multi_label);
 }
 
-Dataset parse_dataset(std::string bytes, const std::string& name) {
+Dataset parse_dataset(std::string bytes, const std::string& name, bool multi_label) {
   LineSource src = LineSource::from_bytes(std::move(bytes), name);
-  return parse_dataset(src);
+  return parse_dataset(src, multi_label);
 }
 
-Dataset parse_dataset(LineSource& src) {
+Dataset parse_dataset(LineSource& src, bool multi_label) {
   Dataset data;
   const std::string& name = src.name();
   data.name = name;
+  data.multi_label = multi_label;
   std::string line;
   std::int64_t n = 0;
   bool detected = false;
@@ -161,10 +199,14 @@ Dataset parse_dataset(LineSource& src) {
         continue;
       }
     }
-    Example ex = data.format == DataFormat::Jsonl      ? parse_jsonl(line, name, n)
-                 : data.format == DataFormat::FastText ? parse_fasttext(line, name, n)
+    Example ex = data.format == DataFormat::Jsonl      ? parse_jsonl(line, multi_label, name, n)
+                 : data.format == DataFormat::FastText ? parse_fasttext(line, multi_label, name, n)
                                                        : parse_tsv(line, cols, name, n);
-    if (ex.label.empty()) throw error_at(name, n, "row has no label");
+    if (data.format == DataFormat::Tsv && multi_label) {
+      if (ex.label.empty()) throw error_at(name, n, "row has no label");
+      split_label_list(ex, name, n);
+    }
+    if (!multi_label && ex.label.empty()) throw error_at(name, n, "row has no label");
     if (is_blank(ex.text)) throw error_at(name, n, "row has no text");
     if (!ex.category.empty()) data.has_category = true;
     data.rows.push_back(std::move(ex));
@@ -178,6 +220,7 @@ void split_holdout(Dataset& train, Dataset& dev, double fraction, std::uint64_t 
   dev.name = train.name + " (held out)";
   dev.format = train.format;
   dev.has_category = train.has_category;
+  dev.multi_label = train.multi_label;
   dev.rows.clear();
   std::vector<Example> kept;
   for (std::size_t i = 0; i < train.rows.size(); ++i)

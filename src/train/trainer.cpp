@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <set>
 
 #include "zibert/infer/predictor.hpp"
 #include "zibert/model/batch.hpp"
 #include "zibert/train/metrics.hpp"
+#include "zibert/train/multi_label_metrics.hpp"
 
 namespace zibert {
 namespace {
@@ -32,7 +34,14 @@ std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Norm
 std::vector<std::string> training_labels(const Dataset& train, const Classifier* base) {
   if (base) return base->labels;
   std::set<std::string> seen;
-  for (const Example& ex : train.rows) seen.insert(ex.label);
+  for (const Example& ex : train.rows)
+    if (train.multi_label)
+      seen.insert(ex.labels.begin(), ex.labels.end());
+    else
+      seen.insert(ex.label);
+  if (train.multi_label && seen.size() < 2)
+    throw Error(train.name + ": the rows carry " + (seen.empty() ? "no label" : "one label only") +
+                "; a multi-label classifier needs at least two labels");
   std::vector<std::string> labels(seen.begin(), seen.end());
   if (labels.size() < 2)
     throw Error(train.name + ": every row has the label \"" + labels.front() +
@@ -49,8 +58,16 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
                          const TrainOptions& opt, const Classifier* base, std::int64_t& added) {
   const bool from_encoder = base && base->config.task == Task::mlm;
   std::vector<std::string> labels = training_labels(train, from_encoder ? nullptr : base);
-  // The positive label: as asked, else the starting classifier's, else guessed from the labels.
-  std::string positive = !opt.positive.empty()       ? opt.positive
+  // One sigmoid per label or one softmax: the starting classifier's, else as asked.
+  const bool multi_label = base && !from_encoder ? base->config.multi_label : opt.shape.multi_label;
+  if (multi_label != train.multi_label)
+    throw Error(train.name + (multi_label ? ": read as single-label data for a multi-label model"
+                                          : ": read as multi-label data for a single-label model"));
+  // The positive label: as asked, else the starting classifier's, else guessed
+  // from the labels; a multi-label model has none.
+  if (multi_label && !opt.positive.empty()) throw Error("a multi-label model has no positive label (--positive)");
+  std::string positive = multi_label                  ? ""
+                         : !opt.positive.empty()      ? opt.positive
                          : base && !from_encoder      ? base->positive
                                                       : guess_positive(labels);
   if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
@@ -81,6 +98,7 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   }
   config.task = Task::classify;  // an encoder's shape, a classifier's head
   config.labels = static_cast<std::int64_t>(labels.size());
+  config.multi_label = multi_label;
   // How long texts' windows combine: as asked, else as the starting model did, else mean.
   const Windows windows = !opt.windows.empty() ? windows_from_name(opt.windows)
                           : base && base->windows ? *base->windows
@@ -110,23 +128,43 @@ std::int32_t label_of(const Dataset& data, std::size_t i, const Classifier& mode
   return label;
 }
 
+// Row i's labels as (K) 0/1 (a multi-label row), with label_of's check.
+std::vector<std::uint8_t> targets_of(const Dataset& data, std::size_t i, const Classifier& model) {
+  std::vector<std::uint8_t> out(model.labels.size(), 0);
+  for (const std::string& name : data.rows[i].labels) {
+    const std::int32_t label = model.label_id(name);
+    if (label < 0) throw error_at(data.name, data.rows[i].line, "label \"" + name + "\" is not among the training labels");
+    out[static_cast<std::size_t>(label)] = 1;
+  }
+  return out;
+}
+
 SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
   SequenceSet out;
   for (std::size_t i = 0; i < data.rows.size(); ++i)
-    out.add(model.tokenizer.ids(texts[i]), label_of(data, i, model), model.config.max_len);
+    if (data.multi_label)
+      out.add(model.tokenizer.ids(texts[i]), targets_of(data, i, model), model.config.max_len);
+    else
+      out.add(model.tokenizer.ids(texts[i]), label_of(data, i, model), model.config.max_len);
   return out;
 }
 
 // The dev texts whole (windows cover the long ones) and their labels.
 struct DevSet {
   std::vector<std::vector<std::int32_t>> ids;  // without [CLS]/[SEP]
-  std::vector<std::int32_t> labels;
+  std::vector<std::int32_t> labels;            // single-label data
+  std::vector<std::uint8_t> targets;           // multi-label data: (n, K) 0/1
 };
 
 DevSet encode_dev(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
   DevSet out;
   for (std::size_t i = 0; i < data.rows.size(); ++i) {
-    out.labels.push_back(label_of(data, i, model));
+    if (data.multi_label) {
+      const std::vector<std::uint8_t> t = targets_of(data, i, model);
+      out.targets.insert(out.targets.end(), t.begin(), t.end());
+    } else {
+      out.labels.push_back(label_of(data, i, model));
+    }
     out.ids.push_back(model.tokenizer.ids(texts[i]));
   }
   return out;
@@ -181,23 +219,78 @@ class ClassifyObjective : public Objective {
   Batch batch_;
 };
 
+// ---- what a multi-label classifier optimises: one binary cross-entropy per label
+
+// The dev set scored as zibert eval scores a multi-label model: the
+// Predictor's label sets (P >= 0.5, else the most probable) against the gold
+// ones. loss: the mean over texts of Σ_labels binary cross-entropy (P
+// clamped to [1e-12, 1 − 1e-12]); accuracy: exact match; f1: micro-F1.
+DevScore evaluate_multi_label(const Classifier& model, const DevSet& dev) {
+  Predictor predictor(model);
+  const std::vector<Prediction> preds = predictor.predict_ids(dev.ids);
+  const std::size_t k = model.labels.size();
+  std::vector<std::uint8_t> predicted(preds.size() * k, 0);
+  double loss_sum = 0;
+  for (std::size_t i = 0; i < preds.size(); ++i) {
+    for (std::int32_t label : preds[i].labels) predicted[i * k + static_cast<std::size_t>(label)] = 1;
+    for (std::size_t c = 0; c < k; ++c) {
+      const double p = std::clamp(double(preds[i].probs[c]), 1e-12, 1.0 - 1e-12);
+      loss_sum -= std::log(dev.targets[i * k + c] ? p : 1.0 - p);
+    }
+  }
+  const MultiLabelMetrics m = compute_multi_label_metrics(model.labels, dev.targets, predicted);
+  return {loss_sum / double(preds.size()), m.exact_match, m.micro_f1};
+}
+
+class MultiLabelObjective : public Objective {
+ public:
+  MultiLabelObjective(SequenceSet train, DevSet dev) : train_(std::move(train)), dev_(std::move(dev)) {}
+  const std::vector<std::int64_t>& lengths() const override { return train_.lengths; }
+  float gradient(Bert<float>& net, DataParallel<float>& runner, const std::vector<std::size_t>& members,
+                 std::int64_t, const DropoutRng& rng) override {
+    batch_ = batch_of(train_, members);
+    return runner.train(net, batch_, &rng);
+  }
+  DevScore evaluate(const Classifier& model) override { return evaluate_multi_label(model, dev_); }
+  // Micro-F1 first (every label decision counts), then the loss.
+  bool better(const DevScore& now, const DevScore& best) const override {
+    return now.f1 > best.f1 || (now.f1 == best.f1 && now.loss < best.loss);
+  }
+  void describe(const DevScore& s, nlohmann::json& record) const override {
+    record["dev_loss"] = s.loss;
+    record["dev_exact_match"] = s.accuracy;
+    record["dev_micro_f1"] = s.f1;
+  }
+  std::string summary(const DevScore& s) const override {
+    return fmt("dev loss %.4f  dev exact match %.4f  dev micro-F1 %.4f", s.loss, s.accuracy, s.f1);
+  }
+
+ private:
+  const SequenceSet train_;
+  const DevSet dev_;
+  Batch batch_;
+};
+
 // What the saved model records of its training (file names without
 // directories: the same data trained elsewhere gives the same bytes).
 nlohmann::json training_record(const Dataset& train, const Dataset& dev, std::size_t train_examples,
-                               std::size_t dev_examples, const TrainOptions& opt, const Loop& loop, double dropout) {
+                               std::size_t dev_examples, const TrainOptions& opt, const Loop& loop,
+                               const Objective& objective, double dropout) {
   auto base_name = [](const std::string& path) { return path.substr(path.find_last_of('/') + 1); };
   const TrainState& s = loop.state();
-  return {{"data", base_name(train.name)},  {"train_examples", train_examples},
+  nlohmann::json record = {
+          {"data", base_name(train.name)},  {"train_examples", train_examples},
           {"dev", base_name(dev.name)},     {"dev_examples", dev_examples},
           {"epochs", opt.epochs},           {"steps", loop.total_steps()},
-          {"best_epoch", s.best_epoch},     {"dev_loss", s.best.loss},
-          {"dev_accuracy", s.best.accuracy}, {"dev_macro_f1", s.best.f1},
+          {"best_epoch", s.best_epoch},
           {"batch", opt.batch},             {"lr", opt.adam.lr},
           {"warmup", opt.warmup},           {"weight_decay", opt.adam.weight_decay},
           {"clip_norm", opt.adam.clip_norm}, {"dropout", dropout},
           {"seed", opt.seed},               {"min_count", opt.min_count},
           {"threads", opt.threads},         {"init", s.init},
           {"history", s.history},           {"zibert_version", ZIBERT_VERSION}};
+  objective.describe(s.best, record);  // the best epoch's dev scores
+  return record;
 }
 
 }  // namespace
@@ -250,12 +343,17 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
     progress.message("note: " + std::to_string(tr.truncated) + " training texts are longer than max-len " +
                      std::to_string(model.config.max_len) + " and were cut for training");
 
-  ClassifyObjective objective(std::move(tr), std::move(dv));
-  Loop loop(model, objective, opt, progress, hooks);
+  std::unique_ptr<Objective> objective;
+  if (model.config.multi_label)
+    objective = std::make_unique<MultiLabelObjective>(std::move(tr), std::move(dv));
+  else
+    objective = std::make_unique<ClassifyObjective>(std::move(tr), std::move(dv));
+  Loop loop(model, *objective, opt, progress, hooks);
   if (init && init->config.task == Task::mlm) loop.set_pretraining(init->training);
   if (resume) loop.restore(*resume);
   loop.run(resume != nullptr, from_init);
-  model.training = training_record(train, dev, train_examples, dev_examples, opt, loop, model.config.dropout);
+  model.training =
+      training_record(train, dev, train_examples, dev_examples, opt, loop, *objective, model.config.dropout);
   model.training["train_characters"] = characters;
   model.training["train_unknown_characters"] = unknown;
   if (opt.extend_vocab) model.training["vocab_added"] = added;

@@ -16,5 +16,17 @@ inline int fuzz_reader(const char* first_line, const std::uint8_t* data, std::si
       if (ex.label.empty() || ex.line < 1) __builtin_trap();
   } catch (const zibert::Error&) {
   }
+  try {  // the same bytes as multi-label data: labels instead of label, none empty or twice
+    zibert::Dataset d = zibert::parse_dataset(text, "fuzz", /*multi_label=*/true);
+    for (const zibert::Example& ex : d.rows) {
+      if (!ex.label.empty() || ex.line < 1) __builtin_trap();
+      for (std::size_t i = 0; i < ex.labels.size(); ++i) {
+        if (ex.labels[i].empty()) __builtin_trap();
+        for (std::size_t j = 0; j < i; ++j)
+          if (ex.labels[i] == ex.labels[j]) __builtin_trap();
+      }
+    }
+  } catch (const zibert::Error&) {
+  }
   return 0;
 }

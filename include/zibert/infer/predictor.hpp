@@ -17,13 +17,15 @@ struct Prediction {
   std::int32_t label = 0;
   float prob = 0;               // probability of the predicted label
   std::vector<float> probs;     // one per label
+  std::vector<std::int32_t> labels;  // a multi-label model's answer: every label with P >= the threshold, else label alone
   std::int64_t offset = 0;      // character offset of the deciding window
 };
 
 // The model's weights must not change while a Predictor uses it.
 class Predictor {
  public:
-  // threshold: P(positive) needed for the positive label of a binary model.
+  // threshold: P(positive) needed for the positive label of a binary model;
+  // P(label) needed for each label of a multi-label model.
   // tables: gather the first layer's projections from EmbeddingTables,
   // filled as tokens first appear (unless the model's would exceed
   // kMaxTableBytes); false multiplies them out. The two agree up to
@@ -44,6 +46,10 @@ class Predictor {
   // The label of a text's (combined) probabilities, K of them: a binary
   // model's positive when P(positive) >= the threshold, else the most probable.
   std::int32_t decide(const float* probs) const;
+  // A multi-label model's labels: every one with P >= the threshold, in label
+  // order, or the most probable alone when none is.
+  std::vector<std::int32_t> decide_labels(const float* probs) const;
+  bool multi_label() const { return model_.config.multi_label; }
   bool tabulated() const { return tables_ != nullptr; }
   bool int8() const { return int8_ != nullptr; }
   Int8Isa int8_isa() const { return int8_ ? int8_->isa() : Int8Isa::scalar; }

@@ -14,6 +14,8 @@ struct Batch {
   Index seq = 0;                     // T
   std::vector<std::int32_t> ids;     // (B*T)
   std::vector<std::int32_t> labels;  // (B), may be empty for inference
+  std::vector<std::uint8_t> targets; // (B*K) 0/1: a multi-label batch's labels (labels then empty)
+  bool labelled() const { return !labels.empty() || !targets.empty(); }
   Index first = 0;                   // position of this batch's first example in a larger batch it is part of
   // Sequences [from, from + count) as a batch of their own (their labels, if
   // any and with_labels; first counts from the whole), for splitting over
@@ -47,9 +49,11 @@ Batch pack_batch(const std::vector<const std::vector<std::int32_t>*>& seqs, cons
 struct SequenceSet {
   std::vector<std::vector<std::int32_t>> seqs;  // [CLS] text [SEP], cut to max_len
   std::vector<std::int32_t> labels;
+  std::vector<std::vector<std::uint8_t>> targets;  // multi-label rows instead: (K) 0/1 each
   std::vector<std::int64_t> lengths;            // of seqs, specials included
   std::int64_t truncated = 0;                   // texts that were cut
   void add(const std::vector<std::int32_t>& ids, std::int32_t label, std::int64_t max_len);
+  void add(const std::vector<std::int32_t>& ids, std::vector<std::uint8_t> targets, std::int64_t max_len);
 };
 
 // The batch of these members; without labels when labelled is false.

@@ -206,6 +206,11 @@ class Bert {
   MlmHead<T> mlm_;
 };
 
+// A classifier's logits (B, K) in place → its probabilities: one softmax
+// over each row, or one sigmoid per label for a multi-label model.
+template <class T>
+void label_probabilities(const ModelConfig& config, Ref<T> logits);
+
 // Copies every encoder tensor (bert.embeddings.*, bert.encoder.*) of from
 // into to, whose heads stay as they are: fine-tuning from an encoder, or
 // pretraining from a classifier. The shapes must agree (throws Error).

@@ -15,7 +15,8 @@
 namespace zibert {
 
 // How the predictions of a long text's windows combine into the text's:
-// max of P(positive) (a binary model: a mention anywhere counts), mean of
+// max of P(positive) (a binary model: a mention anywhere counts; a
+// multi-label model's each label's max), mean of
 // the probabilities (sentiment, topic), or the first window alone.
 enum class Windows { max, mean, first };
 const char* windows_name(Windows w);
@@ -38,7 +39,7 @@ struct Classifier {
   std::optional<Calibration> calibration;
 
   Windows window_combine() const;
-  // Throws unless the recorded windows suit the labels (max needs binary()).
+  // Throws unless the recorded windows suit the labels (max needs binary() or multi-label).
   void check_windows() const;
   std::int32_t label_id(const std::string& name) const;  // -1 when unknown
   std::int32_t positive_id() const { return positive.empty() ? -1 : label_id(positive); }

@@ -24,6 +24,10 @@ struct ModelConfig {
   std::int64_t layers = 2;     // L
   std::int64_t labels = 2;     // K (0 for an encoder)
   Task task = Task::classify;
+  // One sigmoid per label trained with binary cross-entropy (fastText's -loss
+  // ova; Hugging Face's problem_type "multi_label_classification"): a text
+  // may carry any number of the labels. Else one softmax over them.
+  bool multi_label = false;
   double dropout = 0.1;
   double layer_norm_eps = 1e-12;
   // Ablations for the experiments of DESIGN §0; the defaults are BERT.

@@ -63,7 +63,18 @@ T cross_entropy_forward(const CRef<T>& logits /*(B,K)*/, const std::int32_t* lab
 template <class T>
 void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits);
 
+// Binary cross-entropy of one sigmoid per label, summed over the K labels and
+// averaged over the B rows (a multi-label head): probs = σ(logits), targets
+// (B*K) are 0 or 1, row-major. Computed from the logits, stable for any size.
+template <class T>
+T binary_cross_entropy_forward(const CRef<T>& logits /*(B,K)*/, const std::uint8_t* targets, Ref<T> probs /*(B,K)*/);
+// Differentiates it: dlogits = (σ(logits) − targets)/B.
+template <class T>
+void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* targets, Ref<T> dlogits);
+
 // Row-wise softmax in place.
 template <class T> void softmax_rows(Ref<T> x);
+// Element-wise logistic sigmoid in place.
+template <class T> void sigmoid(Ref<T> x);
 
 }  // namespace zibert
