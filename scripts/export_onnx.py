@@ -22,6 +22,7 @@ usage: scripts/export-onnx MODEL OUT.onnx [--int8] [--check TEXTS] [--zibert BIN
 """
 import argparse
 import json
+import re
 import os
 import struct
 import subprocess
@@ -108,10 +109,18 @@ def torch_model(meta, tensors):
     return Probs(m), c
 
 
+# The assigned Default_Ignorable_Code_Point characters, which utf8proc 2.8's UTF8PROC_IGNORE drops.
+DEFAULT_IGNORABLE = re.compile(
+    "[\u00AD\u034F\u061C\u115F-\u1160\u17B4-\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u2064"
+    "\u2066-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\U0001BCA0-\U0001BCA3\U0001D173-\U0001D17A\U000E0001"
+    "\U000E0020-\U000E007F\U000E0100-\U000E01EF]")
+
+
 def tokenize(meta, text, max_len):
-    """zibert's tokenizer: NFKC (and lowercase if the model says), one id per character, [UNK] else."""
+    """zibert's tokenizer: NFKC (and lowercase if the model says), default-ignorable characters dropped
+    (zero-width space, joiners, soft hyphen, variation selectors, ...), one id per character, [UNK] else."""
     vocab = {tok: i for i, tok in enumerate(json.loads(meta["vocab"]))}
-    text = unicodedata.normalize("NFKC", text)
+    text = DEFAULT_IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
     if json.loads(meta["normalization"]).get("lowercase"):
         text = text.lower()
     return [CLS] + [vocab.get(ch, UNK) for ch in text][:max_len - 2] + [SEP]

@@ -390,3 +390,14 @@ TEST_CASE("cmake --install puts a working zibert and its model under a prefix", 
   RunResult v = run_shell(prefix + "/bin/zibert --version");
   CHECK(v.out.starts_with("zibert "));
 }
+
+TEST_CASE("zero-width characters inside the phrase are invisible to the model, as to a reader", "[classify][tokenizer]") {
+  const std::string dir = temp_dir();
+  write_text(dir + "/in.txt", "他们点了佛\u200B跳墙\n佛\u200D跳\u2060墙好吃\n佛\u00AD跳\uFEFF墙\n");
+  RunResult zw = run_zibert("classify --no-text " + dir + "/in.txt");
+  write_text(dir + "/plain.txt", "他们点了佛跳墙\n佛跳墙好吃\n佛跳墙\n");
+  RunResult plain = run_zibert("classify --no-text " + dir + "/plain.txt");
+  REQUIRE(zw.status == 0);
+  CHECK(zw.out == plain.out);
+  for (const std::string& row : lines_of(zw.out)) CHECK(row.starts_with("1\t"));
+}

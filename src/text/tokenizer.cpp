@@ -25,7 +25,10 @@ bool is_control(char32_t cp) {
 
 std::vector<char32_t> normalize(std::string_view text, const Normalization& norm) {
   std::string valid = validate_utf8(text, norm.replace_invalid);
-  int options = UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+  // NFKC, and the "default ignorable" characters dropped (zero-width space,
+  // joiners, word joiner, soft hyphen, BOM, bidi marks, variation
+  // selectors): invisible, so 佛\u200B跳墙 reads as the 佛跳墙 a reader sees.
+  int options = UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT | UTF8PROC_IGNORE;
   if (norm.lowercase) options |= UTF8PROC_CASEFOLD;
   utf8proc_uint8_t* mapped = nullptr;
   utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(valid.data()),
