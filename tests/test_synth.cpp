@@ -144,6 +144,19 @@ TEST_CASE("zibert synth writes train dev and test TSV with a category column", "
   RunResult bad = run_zibert("synth --phrase 佛跳墙 --near-miss 一锅佛跳墙 --corpus " + dir + "/base.txt --out " + dir + "/g3");
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Catch::Contains("contains the phrase itself"));
+  SECTION("progress reading the corpus: on a terminal, or with --progress; never otherwise") {
+    RunResult quiet = run_zibert("synth --phrase 佛跳墙 --corpus " + dir + "/base.txt --out " + dir + "/g4");
+    CHECK_THAT(quiet.err, !Catch::Contains("lines"));
+    RunResult forced = run_zibert("synth --progress --phrase 佛跳墙 --corpus " + dir + "/base.txt --out " + dir + "/g5");
+    CHECK_THAT(forced.err, Catch::Contains(dir + "/base.txt: ") && Catch::Contains("50 lines") &&
+                               Catch::Contains(", done\n"));
+    RunResult tty = run_shell("script -qec '" + std::string(ZIBERT_BIN) + " synth --phrase 佛跳墙 --corpus " + dir +
+                              "/base.txt --out " + dir + "/g6' /dev/null");
+    // A terminal gets the line rewritten in place (none for a file read this fast), never plain lines.
+    CHECK(tty.status == 0);
+    CHECK_THAT(tty.out, !Catch::Contains(", done"));
+    CHECK(read_text(dir + "/g5/train.tsv") == read_text(dir + "/g4/train.tsv"));
+  }
 }
 
 TEST_CASE("the hand-written detector checks: 20 mentions and 20 hard near-misses per phrase", "[synth][detect]") {

@@ -7,6 +7,7 @@
 #include "cli.hpp"
 #include "zibert/base/io.hpp"
 #include "zibert/base/line_source.hpp"
+#include "zibert/base/progress.hpp"
 #include "zibert/text/synth.hpp"
 #include "zibert/text/tokenizer.hpp"
 
@@ -17,6 +18,7 @@ struct SynthCli {
   SynthOptions synth;
   std::vector<std::string> corpora;
   std::string out;
+  bool progress = false;
 };
 
 std::string stem(const std::string& path) {
@@ -24,20 +26,23 @@ std::string stem(const std::string& path) {
   return name.substr(0, name.find('.'));
 }
 
-std::vector<BaseSentence> read_corpora(const std::vector<std::string>& paths) {
+std::vector<BaseSentence> read_corpora(const std::vector<std::string>& paths, bool force_progress) {
   std::vector<BaseSentence> base;
   for (const std::string& path : paths) {
     LineSource src = LineSource::open(path);
+    InputProgress progress(InputProgress::wanted(force_progress, src));
     std::string tag = paths.size() > 1 ? stem(path) : "", line;
     std::int64_t n = 0;
     while (src.next(line)) {
       ++n;
+      if (n % 4096 == 0) progress.update(src, n);
       std::int64_t bad = invalid_utf8_offset(line);
       if (bad >= 0) throw error_at(path, n, "invalid UTF-8 at byte " + std::to_string(bad));
       for (char& c : line)
         if (c == '\t') c = ' ';  // a tab would break the TSV row
       if (!line.empty()) base.push_back({line, tag});
     }
+    progress.finish(src, n);
   }
   return base;
 }
@@ -49,7 +54,7 @@ std::string to_tsv(const std::vector<SynthExample>& rows) {
 }
 
 int run_synth(const SynthCli& o) {
-  std::vector<BaseSentence> base = read_corpora(o.corpora);
+  std::vector<BaseSentence> base = read_corpora(o.corpora, o.progress);
   SynthCorpus corpus = synthesize(base, o.synth);
   struct stat st {};
   if (::stat(o.out.c_str(), &st) != 0 && ::mkdir(o.out.c_str(), 0755) != 0)
@@ -95,6 +100,9 @@ Runner setup_synth(CLI::App& app) {
       ->delimiter(',');
   app.add_option("--corpus", o->corpora, "Unlabelled sentences, one per line (repeatable)")->required();
   app.add_option("--out", o->out, "Output directory (created if missing)")->required();
+  app.add_flag("--progress", o->progress,
+               "Show progress reading each corpus on stderr (bytes of the file, lines/s, ETA) even when stderr is "
+               "not a terminal (on a terminal it is shown anyway)");
   app.add_option("--seed", o->synth.seed, "Random seed")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--dev-fraction", o->synth.dev_fraction, "Share of base sentences for dev")
       ->check(CLI::Range(0.0, 0.5))->capture_default_str();
