@@ -202,3 +202,22 @@ TEST_CASE("train fits a temperature, which classify, eval and info use and --raw
   r = run_zibert("calibrate -m " + dir + "/n.safetensors --data " + dir + "/missing.tsv --out " + dir + "/x.safetensors");
   CHECK(r.status == 2);
 }
+
+TEST_CASE("train --label-smoothing bounds the training targets and is recorded, and 0 trains what it always did",
+          "[calibration][cli]") {
+  const std::string dir = temp_dir();
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/train.tsv 300 5 --pool 30 "
+                    "--min-len 3 --max-len 12").status == 0);
+  const std::string common = " --data " + dir + "/train.tsv -q --epochs 3 --dim 16 --heads 2 --ffn 32 --max-len 16 "
+                             "--threads 1 --no-calibration --out " + dir;
+  REQUIRE(run_zibert("train" + common + "/plain.safetensors").status == 0);
+  REQUIRE(run_zibert("train --label-smoothing 0" + common + "/zero.safetensors").status == 0);
+  CHECK(read_text(dir + "/zero.safetensors") == read_text(dir + "/plain.safetensors"));
+  RunResult r = run_zibert("train --label-smoothing 0.1" + common + "/smooth.safetensors");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const Classifier smooth = load_model(dir + "/smooth.safetensors");
+  CHECK(smooth.training["label_smoothing"].get<double>() == 0.1);
+  CHECK(smooth.net.params() != load_model(dir + "/plain.safetensors").net.params());
+  CHECK(run_zibert("train --label-smoothing 0.6" + common + "/x.safetensors").status == 2);
+}

@@ -265,3 +265,28 @@ TEST_CASE("binary cross-entropy backward matches finite differences and the loss
     CHECK(p(0, 1) == 0.0);
   }
 }
+
+TEST_CASE("label-smoothed cross-entropy: the loss by hand, its backward against finite differences, ε = 0 unchanged",
+          "[layers][gradcheck]") {
+  M logits = random_matrix(4, 3, 29, -2, 2);
+  std::vector<std::int32_t> labels{0, 2, 1, 2};
+  M probs(4, 3);
+  const double eps = 0.1;
+  auto loss = [&] { return cross_entropy_forward<double>(logits, labels.data(), probs, eps); };
+  const double l = loss();
+  double expect = 0;  // −Σ_c q_c ln p_c with q = 0.9·onehot + 0.1/3
+  for (Index b = 0; b < 4; ++b)
+    for (Index c = 0; c < 3; ++c) expect -= ((c == labels[b] ? 0.9 : 0.0) + eps / 3) * std::log(probs(b, c));
+  CHECK(l == Approx(expect / 4).epsilon(1e-13));
+  M d(4, 3);
+  cross_entropy_backward<double>(probs, labels.data(), d, eps);
+  auto num = numeric_gradient(logits.data(), static_cast<std::size_t>(logits.size()), loss);
+  CHECK(relative_error(d.data(), num.data(), num.size()) <= kTol);
+  // ε = 0 is the plain loss and gradient, bit for bit.
+  M p0(4, 3), p1(4, 3), d0(4, 3), d1(4, 3);
+  CHECK(cross_entropy_forward<double>(logits, labels.data(), p0, 0.0) ==
+        cross_entropy_forward<double>(logits, labels.data(), p1));
+  cross_entropy_backward<double>(p0, labels.data(), d0, 0.0);
+  cross_entropy_backward<double>(p1, labels.data(), d1);
+  CHECK(d0 == d1);
+}

@@ -194,6 +194,9 @@ TEST_CASE("multi-label: what would do nothing or mix the two kinds is refused wi
   r = run_zibert("train --multi-label --positive a --data " + t + "/multi.txt --out " + t + "/x.safetensors");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("no positive label"));
+  r = run_zibert("train --multi-label --label-smoothing 0.1 --data " + t + "/multi.txt --out " + t + "/x.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--label-smoothing"));
   r = run_zibert("calibrate -m " + d + "/ml.safetensors --data " + d + "/dev.tsv --out " + t + "/c.safetensors");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("multi-label"));

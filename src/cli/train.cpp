@@ -208,6 +208,10 @@ Runner setup_train(CLI::App& app) {
                "Train one sigmoid per label with binary cross-entropy (fastText's -loss ova): a text may carry "
                "several labels (several __label__ words, a JSON list, or comma-separated in TSV) or none ([] in "
                "JSONL); classify prints every label with P >= --threshold");
+  app.add_option("--label-smoothing", o->train.label_smoothing,
+                 "Label smoothing ε: train towards (1 − ε) on the label and ε/K on every label, not 1 on the label "
+                 "(bounds the logits; single-label models)")
+      ->check(CLI::Range(0.0, 0.5))->capture_default_str();
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
   app.add_option("--windows", o->train.windows, "How a long text's windows combine, recorded in the model: max of "
                                                 "P(positive) (mention detectors), mean (default), first")

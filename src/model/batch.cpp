@@ -30,6 +30,7 @@ void Batch::part_into(Index from, Index count, Batch& out, bool with_labels) con
   out.size = count;
   out.seq = seq;
   out.first = first + from;
+  out.label_smoothing = label_smoothing;
   out.ids.assign(ids.begin() + from * seq, ids.begin() + (from + count) * seq);
   if (with_labels && !labels.empty())
     out.labels.assign(labels.begin() + from, labels.begin() + from + count);

@@ -281,7 +281,7 @@ T Bert<T>::head_forward(const Batch& batch, bool cls_only, const DropoutRng* rng
   }
   for (std::int32_t label : batch.labels)
     if (label < 0 || label >= config_.labels) throw Error("label id out of range");
-  return cross_entropy_forward<T>(logits, batch.labels.data(), probs);
+  return cross_entropy_forward<T>(logits, batch.labels.data(), probs, batch.label_smoothing);
 }
 
 template <class T>
@@ -292,7 +292,7 @@ void Bert<T>::head_backward(const Batch& batch, ModelCache<T>& cache) const {
   if (config_.multi_label)
     binary_cross_entropy_backward<T>(probs, batch.targets.data(), dlogits);
   else
-    cross_entropy_backward<T>(probs, batch.labels.data(), dlogits);
+    cross_entropy_backward<T>(probs, batch.labels.data(), dlogits, batch.label_smoothing);
   MatMap<T> dpooled = cache.grad_pooled.view(b_size, c);  // (B, C)
   Ref<T> dpooled_ref(dpooled);
   head_.classifier.backward(MatMap<T>(cache.pooled_dropped.data.data(), b_size, c), dlogits, &dpooled_ref);

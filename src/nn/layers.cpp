@@ -136,23 +136,34 @@ void softmax_rows(Ref<T> x) {
 }
 
 template <class T>
-T cross_entropy_forward(const CRef<T>& logits, const std::int32_t* labels, Ref<T> probs) {
+T cross_entropy_forward(const CRef<T>& logits, const std::int32_t* labels, Ref<T> probs, double smoothing) {
   probs = logits;
   softmax_rows<T>(probs);
+  const T eps = T(smoothing), uniform = eps / T(logits.cols());
   T loss = 0;
   for (Index b = 0; b < logits.rows(); ++b) {
     T m = logits.row(b).maxCoeff();
     T lse = m + std::log((logits.row(b).array() - m).exp().sum());
-    loss += lse - logits(b, labels[b]);
+    // −Σ q log p = lse − Σ q z, with Σ q = 1.
+    if (smoothing == 0)
+      loss += lse - logits(b, labels[b]);
+    else
+      loss += lse - (T(1) - eps) * logits(b, labels[b]) - uniform * logits.row(b).sum();
   }
   return loss / T(logits.rows());
 }
 
 template <class T>
-void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits) {
+void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits, double smoothing) {
   const T inv_b = T(1) / T(probs.rows());
-  dlogits = probs * inv_b;
-  for (Index b = 0; b < probs.rows(); ++b) dlogits(b, labels[b]) -= inv_b;
+  if (smoothing == 0) {
+    dlogits = probs * inv_b;
+    for (Index b = 0; b < probs.rows(); ++b) dlogits(b, labels[b]) -= inv_b;
+    return;
+  }
+  const T eps = T(smoothing), uniform = eps / T(probs.cols());
+  dlogits = (probs.array() - uniform).matrix() * inv_b;
+  for (Index b = 0; b < probs.rows(); ++b) dlogits(b, labels[b]) -= (T(1) - eps) * inv_b;
 }
 
 template <class T>
@@ -194,8 +205,8 @@ void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* tar
   template void gelu_backward<T>(const CRef<T>&, const CRef<T>&, Ref<T>);                       \
   template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t, std::uint64_t); \
   template void softmax_rows<T>(Ref<T>);                                                        \
-  template T cross_entropy_forward<T>(const CRef<T>&, const std::int32_t*, Ref<T>);             \
-  template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>);         \
+  template T cross_entropy_forward<T>(const CRef<T>&, const std::int32_t*, Ref<T>, double);     \
+  template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>, double); \
   template void sigmoid<T>(Ref<T>);                                                             \
   template T binary_cross_entropy_forward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);      \
   template void binary_cross_entropy_backward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);

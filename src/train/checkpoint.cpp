@@ -11,7 +11,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"weight_decay", o.adam.weight_decay}, {"clip_norm", o.adam.clip_norm},
           {"warmup", o.warmup},         {"seed", o.seed},
           {"min_count", o.min_count},   {"max_vocab", o.max_vocab},   {"lowercase", o.lowercase},
-          {"extend_vocab", o.extend_vocab},
+          {"extend_vocab", o.extend_vocab}, {"label_smoothing", o.label_smoothing},
           {"positive", o.positive},     {"windows", o.windows},
           {"threads", o.threads},       {"shape", config_to_json(o.shape)}};
 }
@@ -32,6 +32,7 @@ TrainOptions options_from_json(const nlohmann::json& j) {
   o.max_vocab = j.value("max_vocab", std::int64_t(0));
   o.lowercase = j.at("lowercase").get<bool>();
   o.extend_vocab = j.value("extend_vocab", false);
+  o.label_smoothing = j.value("label_smoothing", 0.0);
   o.positive = j.at("positive").get<std::string>();
   o.windows = j.value("windows", "");  // checkpoints written before train --windows: the default
   o.threads = j.at("threads").get<int>();

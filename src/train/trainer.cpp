@@ -192,11 +192,13 @@ DevScore evaluate(const Classifier& model, const DevSet& dev) {
 
 class ClassifyObjective : public Objective {
  public:
-  ClassifyObjective(SequenceSet train, DevSet dev) : train_(std::move(train)), dev_(std::move(dev)) {}
+  ClassifyObjective(SequenceSet train, DevSet dev, double label_smoothing)
+      : train_(std::move(train)), dev_(std::move(dev)), label_smoothing_(label_smoothing) {}
   const std::vector<std::int64_t>& lengths() const override { return train_.lengths; }
   float gradient(Bert<float>& net, DataParallel<float>& runner, const std::vector<std::size_t>& members,
                  std::int64_t, const DropoutRng& rng) override {
     batch_ = batch_of(train_, members);
+    batch_.label_smoothing = label_smoothing_;
     return runner.train(net, batch_, &rng);
   }
   DevScore evaluate(const Classifier& model) override { return zibert::evaluate(model, dev_); }
@@ -216,6 +218,7 @@ class ClassifyObjective : public Objective {
  private:
   const SequenceSet train_;
   const DevSet dev_;
+  const double label_smoothing_;
   Batch batch_;
 };
 
@@ -344,10 +347,12 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
                      std::to_string(model.config.max_len) + " and were cut for training");
 
   std::unique_ptr<Objective> objective;
+  if (model.config.multi_label && opt.label_smoothing != 0)
+    throw Error("--label-smoothing smooths a softmax's targets; a multi-label model's sigmoids take none");
   if (model.config.multi_label)
     objective = std::make_unique<MultiLabelObjective>(std::move(tr), std::move(dv));
   else
-    objective = std::make_unique<ClassifyObjective>(std::move(tr), std::move(dv));
+    objective = std::make_unique<ClassifyObjective>(std::move(tr), std::move(dv), opt.label_smoothing);
   Loop loop(model, *objective, opt, progress, hooks);
   if (init && init->config.task == Task::mlm) loop.set_pretraining(init->training);
   if (resume) loop.restore(*resume);
@@ -357,6 +362,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   model.training["train_characters"] = characters;
   model.training["train_unknown_characters"] = unknown;
   if (opt.extend_vocab) model.training["vocab_added"] = added;
+  if (opt.label_smoothing != 0) model.training["label_smoothing"] = opt.label_smoothing;
   if (!loop.state().pretraining.is_null()) model.training["pretraining"] = loop.state().pretraining;
   return model;
 }

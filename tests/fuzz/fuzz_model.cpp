@@ -16,7 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // A model the reader accepts must also run.
     std::vector<std::int32_t> ids = model.tokenizer.encode("佛跳墙");
     if (static_cast<std::int64_t>(ids.size()) + 2 <= model.config.max_len) {
-      zibert::Batch batch{1, static_cast<zibert::Index>(ids.size()) + 2, {}, {}};
+      zibert::Batch batch;
+      batch.size = 1;
+      batch.seq = static_cast<zibert::Index>(ids.size()) + 2;
       batch.ids.push_back(zibert::kCls);
       batch.ids.insert(batch.ids.end(), ids.begin(), ids.end());
       batch.ids.push_back(zibert::kSep);

@@ -16,6 +16,7 @@ struct Batch {
   std::vector<std::int32_t> labels;  // (B), may be empty for inference
   std::vector<std::uint8_t> targets; // (B*K) 0/1: a multi-label batch's labels (labels then empty)
   bool labelled() const { return !labels.empty() || !targets.empty(); }
+  double label_smoothing = 0;        // ε: a single-label batch's targets are (1 − ε)·onehot + ε/K (train --label-smoothing)
   Index first = 0;                   // position of this batch's first example in a larger batch it is part of
   // Sequences [from, from + count) as a batch of their own (their labels, if
   // any and with_labels; first counts from the whole), for splitting over

@@ -57,11 +57,15 @@ void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::u
                   std::uint64_t row_step = 1);
 
 // Mean softmax cross-entropy over rows; writes probs and returns the loss.
+// smoothing ε (label smoothing, Szegedy et al. 2016) takes the targets as
+// q = (1 − ε)·onehot + ε/K instead of the one-hot label; ε = 0 is plain
+// cross-entropy, computed as it always was.
 template <class T>
-T cross_entropy_forward(const CRef<T>& logits /*(B,K)*/, const std::int32_t* labels, Ref<T> probs /*(B,K)*/);
-// Differentiates loss = −mean log softmax(logits)[label]: dlogits = (p − onehot)/B.
+T cross_entropy_forward(const CRef<T>& logits /*(B,K)*/, const std::int32_t* labels, Ref<T> probs /*(B,K)*/,
+                        double smoothing = 0);
+// Differentiates loss = −mean Σ q log softmax(logits): dlogits = (p − q)/B.
 template <class T>
-void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits);
+void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits, double smoothing = 0);
 
 // Binary cross-entropy of one sigmoid per label, summed over the K labels and
 // averaged over the B rows (a multi-label head): probs = σ(logits), targets

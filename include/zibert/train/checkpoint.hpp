@@ -25,6 +25,7 @@ struct TrainOptions {
   bool lowercase = false;
   bool extend_vocab = false;  // train --init --extend-vocab: characters new to the starting model get rows
   std::string positive;     // positive label of a binary model; "" = guess
+  double label_smoothing = 0;  // train --label-smoothing ε (single-label models)
   std::string windows;      // how a long text's windows combine: max, mean, first; "" = the starting model's, else mean
   int threads = 1;          // recorded in the model (results depend on it)
   std::string log_path;     // --log: one JSON line per evaluation ("" = none)
