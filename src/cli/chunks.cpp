@@ -1,6 +1,11 @@
 #include "chunks.hpp"
 
+#include <limits.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 namespace zibert::cli {
 
@@ -38,9 +43,39 @@ Chunk read_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line
 
 std::string display_name(const LineSource& src) { return src.name() == "-" ? "(standard input)" : src.name(); }
 
+namespace {
+
+// All of [data, data + size) to stdout, retrying short writes and EINTR.
+void write_all(const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(STDOUT_FILENO, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(std::string("write error on standard output: ") + std::strerror(errno));
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
 void write_out(const std::string& text) {
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
+  std::fflush(stdout);  // whatever went through stdio first stays first
+  // Whole records per write(2), at most PIPE_BUF bytes where they fit: such a
+  // write to a pipe is atomic, so several zibert processes writing into one
+  // pipe (xargs -P, parallel without -k) never tear each other's lines.
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = start;  // past the last whole record that keeps [start, end) within PIPE_BUF
+    while (end < text.size()) {
+      std::size_t nl = text.find('\n', end);
+      const std::size_t next = nl == std::string::npos ? text.size() : nl + 1;
+      if (next - start > PIPE_BUF && end > start) break;
+      end = next;
+      if (end - start >= PIPE_BUF) break;  // a record longer than PIPE_BUF goes alone
+    }
+    write_all(text.data() + start, end - start);
+    start = end;
+  }
 }
 
 }  // namespace zibert::cli

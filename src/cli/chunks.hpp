@@ -36,7 +36,11 @@ Chunk read_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line
 // "(standard input)" for "-", else the file name.
 std::string display_name(const LineSource& src);
 
-// Writes and flushes: a later error must not lose what was already decided.
+// Writes text (whole records, each ending in a newline) to stdout at once: a
+// later error must not lose what was already decided. Each write(2) carries
+// whole records, at most PIPE_BUF bytes of them unless one record is longer,
+// so that writers sharing a pipe never interleave inside a line. A failed
+// write is an Error.
 void write_out(const std::string& text);
 
 }  // namespace zibert::cli

@@ -25,6 +25,7 @@ struct ClassifyCli {
   bool with_filename = false, no_filename = false, document = false, invert = false, raw_probs = false;
   bool progress = false;
   int threads = 0;
+  std::int64_t line_offset = 0;  // --line-offset: each input's first line is line_offset + 1
 };
 
 // Tabs, CRs, newlines and backslashes are escaped so that a TSV row stays one row.
@@ -104,7 +105,7 @@ class Classify {
   std::string display(const LineSource& src) const { return display_name(src); }
 
   void lines(LineSource& src) {
-    std::int64_t line_no = 0, file_matches = 0;
+    std::int64_t line_no = o_.line_offset, file_matches = 0;
     InputProgress progress(InputProgress::wanted(o_.progress, src));
     for (bool eof = false; !eof;) {
       Chunk chunk = read_chunk(src, tokenizer_, line_no);
@@ -112,9 +113,9 @@ class Classify {
       if (chunk.error) std::rethrow_exception(chunk.error);
       eof = chunk.eof;
       if (o_.quiet && matches_ > 0) return;
-      progress.update(src, line_no);
+      progress.update(src, line_no - o_.line_offset);
     }
-    progress.finish(src, line_no);
+    progress.finish(src, line_no - o_.line_offset);
     if (o_.count && !o_.quiet)
       write_out((show_names_ ? display(src) + ":" : "") + std::to_string(file_matches) + "\n");
   }
@@ -361,6 +362,7 @@ Runner setup_classify(CLI::App& app) {
   app.add_flag("--progress", o->progress,
                "Show progress on stderr (bytes of the file, lines/s, ETA) even when stderr is not a terminal "
                "(on a terminal it is shown anyway)");
+  add_line_offset_option(app, o->line_offset);
   add_threads_option(app, o->threads);
   return [o, threshold] {
     o->threshold_given = threshold->count() > 0;

@@ -24,6 +24,9 @@ void add_threads_option(CLI::App& app, int& threads);
 void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs);  // files, - or none for stdin
 void add_invalid_option(CLI::App& app, std::string& invalid);             // --invalid error|replace
 CLI::Option* add_threshold_option(CLI::App& app, double& threshold);
+// --line-offset N: each input's first line is line N + 1 (records, -n, errors),
+// for a block of a larger input (parallel --pipe -N: $(( ({#} - 1) * N ))).
+void add_line_offset_option(CLI::App& app, std::int64_t& offset);
 
 using Runner = std::function<int()>;
 Runner setup_train(CLI::App& app);

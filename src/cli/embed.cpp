@@ -17,6 +17,7 @@ struct EmbedCli {
   std::string model, pool = "mean", format = "tsv", invalid = "error";
   bool progress = false;
   int threads = 0;
+  std::int64_t line_offset = 0;  // --line-offset
 };
 
 // One chunk's vectors (lines, C) in the chosen format.
@@ -57,7 +58,7 @@ int run_embed(const EmbedCli& o) {
   const std::vector<std::string> inputs = o.inputs.empty() ? std::vector<std::string>{"-"} : o.inputs;
   for (const std::string& path : inputs) {
     LineSource src = path == "-" ? LineSource::stdin_source() : LineSource::open(path);
-    std::int64_t line_no = 0;
+    std::int64_t line_no = o.line_offset;
     InputProgress progress(InputProgress::wanted(o.progress, src));
     for (bool eof = false; !eof;) {
       Chunk chunk = read_chunk(src, tokenizer, line_no);
@@ -65,9 +66,9 @@ int run_embed(const EmbedCli& o) {
         write_out(records(o, embedder.embed_ids(chunk.ids), embedder.dim(), src, chunk.first, inputs.size() > 1));
       if (chunk.error) std::rethrow_exception(chunk.error);
       eof = chunk.eof;
-      progress.update(src, line_no);
+      progress.update(src, line_no - o.line_offset);
     }
-    progress.finish(src, line_no);
+    progress.finish(src, line_no - o.line_offset);
   }
   return kExitOk;
 }
@@ -88,6 +89,7 @@ Runner setup_embed(CLI::App& app) {
       ->check(CLI::IsMember({"tsv", "jsonl", "f32"}))->capture_default_str();
   add_invalid_option(app, o->invalid);
   app.add_flag("--progress", o->progress, "Show progress on stderr even when it is not a terminal");
+  add_line_offset_option(app, o->line_offset);
   add_threads_option(app, o->threads);
   return [o] { return run_embed(*o); };
 }

@@ -1,0 +1,117 @@
+// Inference fanned out (issue 19): classify and embed are filters, so GNU
+// parallel --pipe gives one process's output byte for byte; --line-offset
+// continues JSONL line numbers across blocks; and writers sharing one pipe
+// never tear each other's records.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "helpers.hpp"
+#include "zibert/base/random.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+
+namespace {
+
+const std::string kZ = std::string("env -u ZIBERT_MODEL ") + ZIBERT_BIN;
+
+// n lines of every kind classify meets: mentions, near misses, empty lines,
+// CRLF ends, texts longer than the window.
+std::string mixed_lines(int n, std::uint64_t seed) {
+  const std::vector<std::string> parts{"今天的午饭是番茄炒蛋", "他们点了一坛佛跳墙", "狗急跳墙", "佛跳牆年菜",
+                                       "味道不错，下次再来", "佛 跳 墙", "萬佛牆", "。"};
+  Rng r(seed);
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t kind = r.below(20);
+    // (Not a first line that is empty: GNU parallel 20221122's --pipe -N then gives the first block one line more.)
+    if (kind == 0 && i > 0) {
+      out += "\n";
+      continue;
+    }
+    const std::uint64_t pieces = kind == 1 ? 40 : 1 + r.below(6);  // some longer than the 126-character window
+    for (std::uint64_t p = 0; p < pieces; ++p) out += parts[r.below(parts.size())];
+    out += kind == 2 ? "\r\n" : "\n";
+  }
+  return out;
+}
+
+void require_parallel() {
+  if (run_shell("command -v parallel").status != 0)
+    FAIL("GNU parallel is not installed (scripts/setup installs it: Debian package parallel)");
+}
+
+}  // namespace
+
+TEST_CASE("parallel --pipe -k of classify and embed gives one process's output byte for byte", "[scale]") {
+  require_parallel();
+  const std::string dir = temp_dir();
+  write_text(dir + "/in.txt", mixed_lines(30000, 7));  // about 2.6 MB: three 1M blocks
+  for (const std::string& command : {std::string(" classify --threads 1"), std::string(" classify --threads 1 --format jsonl --no-text")}) {
+    INFO(command);
+    RunResult one = run_shell(kZ + command + " < " + dir + "/in.txt");
+    RunResult fan = run_shell("parallel --pipe -k --block 1M " + kZ + command + " < " + dir + "/in.txt");
+    REQUIRE(one.status == 0);
+    REQUIRE(fan.status == 0);
+    CHECK(lines_of(one.out).size() == 30000);
+    if (command.find("jsonl") == std::string::npos) CHECK(fan.out == one.out);  // JSONL lines restart per block
+  }
+  SECTION("embed: the same vectors in the same order, equal to 1e-5 (not always in the last printed digit)") {
+    RunResult one = run_shell(kZ + " embed --threads 1 < " + dir + "/in.txt");
+    RunResult fan = run_shell("parallel --pipe -k --block 1M " + kZ + " embed --threads 1 < " + dir + "/in.txt");
+    REQUIRE(fan.status == 0);
+    const std::vector<std::string> a = lines_of(one.out), b = lines_of(fan.out);
+    REQUIRE(a.size() == 30000);
+    REQUIRE(b.size() == a.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      std::istringstream x(a[i]), y(b[i]);
+      double u = 0, v = 0;
+      while (x >> u && y >> v) worst = std::max(worst, std::abs(u - v) / std::max(1.0, std::abs(u)));
+    }
+    CHECK(worst < 1e-5);
+  }
+  SECTION("JSONL: --line-offset continues the line numbers across blocks of known size") {
+    RunResult one = run_shell(kZ + " classify --format jsonl --threads 1 < " + dir + "/in.txt");
+    RunResult fan = run_shell("parallel --pipe -k -N 4000 '" + kZ +
+                              " classify --format jsonl --threads 1 --line-offset $(( ({#} - 1) * 4000 ))' < " + dir +
+                              "/in.txt");
+    REQUIRE(fan.status == 0);
+    CHECK(fan.out == one.out);
+    const std::vector<std::string> rows = lines_of(fan.out);
+    REQUIRE(rows.size() == 30000);
+    CHECK(nlohmann::json::parse(rows[29999])["line"] == 30000);
+    RunResult numbered = run_shell("parallel --pipe -k -N 4000 '" + kZ +
+                                   " classify -n --threads 1 --line-offset $(( ({#} - 1) * 4000 ))' < " + dir +
+                                   "/in.txt");
+    CHECK(numbered.out == run_shell(kZ + " classify -n --threads 1 < " + dir + "/in.txt").out);
+  }
+  SECTION("errors name the line of the whole input") {
+    write_text(dir + "/bad.txt", "一\n二\n\xFF\n");
+    RunResult bad = run_shell(kZ + " classify --line-offset 4000 " + dir + "/bad.txt");
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains(dir + "/bad.txt:4003:1: invalid UTF-8"));
+  }
+}
+
+TEST_CASE("writers sharing one pipe never tear a record: each write is whole records within PIPE_BUF", "[scale]") {
+  const std::string dir = temp_dir();
+  for (int f = 0; f < 4; ++f) write_text(dir + "/in" + std::to_string(f) + ".txt", mixed_lines(20000, 11 + f));
+  // Four classify processes at once into the same pipe, JSONL with the text: records of 100-400 bytes.
+  RunResult r = run_shell("ls " + dir + "/in*.txt | xargs -P 4 -n 1 " + kZ + " classify --format jsonl --threads 1 | cat");
+  REQUIRE(r.status == 0);
+  const std::vector<std::string> rows = lines_of(r.out);
+  CHECK(rows.size() == 80000);
+  std::size_t bad = 0;
+  for (const std::string& row : rows) {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(row);
+      bad += !j.contains("label") || !j.contains("text");
+    } catch (const nlohmann::json::exception&) {
+      ++bad;
+    }
+  }
+  CHECK(bad == 0);
+}
