@@ -7,8 +7,12 @@
 #include <map>
 
 #include "cli.hpp"
+#include "run_control.hpp"
+#include "zibert/base/world.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command(int argc, char** argv) {
   using namespace zibert::cli;
   // Large temporaries (Eigen's products and expression temporaries, growing
   // buffers) stay on the heap instead of fresh mmap()s, whose page faults cost
@@ -94,13 +98,34 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "zibert: error: %s\n", e.what());
     return kExitError;
   }
+  const zibert::World& world = zibert::World::get();
   try {
+    if (world.distributed()) check_ranks_agree(argc, argv);
     for (auto& [sub, run] : runners)
       if (sub->parsed()) return run();
     return kExitError;
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "zibert: error: %s\n", e.what());
-    return kExitError;
+    if (!world.distributed()) {
+      std::fprintf(stderr, "zibert: error: %s\n", e.what());
+      return kExitError;
+    }
+    // One rank's error ends every rank at once: the others may be waiting for it.
+    std::fprintf(stderr, "zibert: error on rank %d of %d: %s\n", world.rank(), world.size(), e.what());
+    world.abort(kExitError);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    zibert::World::init(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zibert: error: %s\n", e.what());
+    return zibert::cli::kExitError;
+  }
+  const int status = run_command(argc, argv);
+  zibert::World::finalize();
+  return status;
 }

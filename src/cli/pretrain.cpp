@@ -6,6 +6,7 @@
 
 #include "cli.hpp"
 #include "run_control.hpp"
+#include "zibert/base/world.hpp"
 #include "zibert/base/io.hpp"
 #include "zibert/base/line_source.hpp"
 #include "zibert/base/utf8.hpp"
@@ -68,6 +69,7 @@ nlohmann::json run_record(const PretrainCli& c, const TrainOptions& opt) {
           {"dev", absolute_path(c.dev)},
           {"dev_fingerprint", c.dev.empty() ? "" : file_fingerprint(c.dev)},
           {"holdout", c.holdout},
+          {"ranks", World::get().size()},
           {"out", absolute_path(c.out)},
           {"log", absolute_path(opt.log_path)},
           {"vocab_from", absolute_path(c.vocab_from)},
@@ -87,6 +89,7 @@ void take_from_checkpoint(const Checkpoint& resume, const std::string& path, Pre
     c.out = run.at("out").get<std::string>();
     opt.log_path = run.at("log").get<std::string>();
     c.checkpoint = path;
+    check_ranks(run, path);
     for (std::size_t i = 0; i < c.texts.size(); ++i)
       if (i >= prints.size() || file_fingerprint(c.texts[i]) != prints[i])
         throw Error(c.texts[i] + ": changed since the checkpoint was written; --resume needs the same text");
@@ -113,8 +116,12 @@ int run_pretrain(const PretrainCli& o) {
   }
   // Fail before any work when a result could not be written.
   prepare_outputs(c.out, c.checkpoint, opt);
+  const World& world = World::get();
   std::vector<Corpus> train;
-  for (const std::string& t : c.texts) train.push_back(read_corpus(t));
+  for (const std::string& t : c.texts) {
+    check_same_data(t, file_fingerprint(t));
+    train.push_back(read_corpus(t));
+  }
   Corpus dev = !c.dev.empty() ? read_corpus(c.dev) : hold_out(train.front(), c.holdout, opt.seed);
   if (dev.lines.empty()) throw Error(train.front().name + ": too few lines to hold out a dev set (give --dev-text)");
   opt.run = run_record(c, opt);
@@ -122,7 +129,7 @@ int run_pretrain(const PretrainCli& o) {
   if (!c.init.empty()) init = load_init_model(c.init);
   std::optional<Vocab> vocab;
   if (!c.vocab_from.empty()) vocab = vocab_from(c.vocab_from);
-  Progress progress(o.quiet);
+  Progress progress(o.quiet || !world.leader());  // over MPI, rank 0 reports
   const TrainHooks hooks = stop_hooks(o.faults);
   const auto started = std::chrono::steady_clock::now();
   std::optional<Classifier> encoder;
@@ -132,6 +139,7 @@ int run_pretrain(const PretrainCli& o) {
   } catch (const Interrupted& stop) {
     return report_interrupted(stop, "pretrain");
   }
+  if (!world.leader()) return kExitOk;
   save_finished(c.out, *encoder, opt, "dev masked-token accuracy", "dev_mlm_accuracy",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), progress);
   return kExitOk;

@@ -1,5 +1,8 @@
 #include "run_control.hpp"
 
+#include "zibert/base/io.hpp"
+#include "zibert/base/world.hpp"
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -53,7 +56,9 @@ void add_fault_injection_options(CLI::App& app, FaultInjection& f) {
 TrainHooks stop_hooks(const FaultInjection& f) {
   install_stop_handlers();
   TrainHooks hooks;
-  hooks.stop_signal = [] { return static_cast<int>(g_stop_signal); };
+  // Over MPI every rank asks every step, so that all stop at the same step
+  // (mpirun passes SIGINT and SIGTERM on to each rank, not all at once).
+  hooks.stop_signal = [] { return World::get().max(static_cast<int>(g_stop_signal)); };
   hooks.after_step = [&f](std::int64_t step, float& loss) {
     if (f.nan_at_step == step) loss = std::numeric_limits<float>::quiet_NaN();
     if (f.interrupt_at_step == step) std::raise(f.interrupt_signal);
@@ -65,8 +70,9 @@ int report_interrupted(const Interrupted& stop, const std::string& command) {
   std::string where = stop.checkpoint.empty() ? ""
                                               : "; checkpoint saved to " + stop.checkpoint + "; continue with: zibert " +
                                                     command + " --resume " + stop.checkpoint;
-  std::fprintf(stderr, "zibert: interrupted by %s after step %lld%s\n", signal_name(stop.signal),
-               static_cast<long long>(stop.step), where.c_str());
+  if (World::get().leader())  // over MPI every rank stops at this step; rank 0 says so
+    std::fprintf(stderr, "zibert: interrupted by %s after step %lld%s\n", signal_name(stop.signal),
+                 static_cast<long long>(stop.step), where.c_str());
   return 128 + stop.signal;
 }
 
@@ -115,10 +121,46 @@ void resume_excludes_others(CLI::App& app, CLI::Option* resume) {
       resume->excludes(opt);
 }
 
+void check_ranks_agree(int argc, char** argv) {
+  const World& world = World::get();
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd != "train" && cmd != "pretrain")
+    throw Error("only train and pretrain run over MPI ranks; run '" + cmd + "' as one process (or fan it out with "
+                "parallel --pipe, see the README's Scale section)");
+  std::string line;
+  for (int i = 1; i < argc; ++i) line += std::string(i > 1 ? " " : "") + argv[i];
+  auto agree = [&](const std::string& what, const std::string& mine) {
+    const std::vector<std::string> all = world.all_strings(mine);
+    for (int r = 1; r < world.size(); ++r)
+      if (all[static_cast<std::size_t>(r)] != all[0])
+        throw Error("rank " + std::to_string(r) + "'s " + what + " differs from rank 0's; every rank must run the "
+                    "same zibert with the same flags and data");
+  };
+  agree("command line", line);
+  agree("zibert binary", file_fingerprint("/proc/self/exe"));
+}
+
+void check_ranks(const nlohmann::json& run, const std::string& path) {
+  const int ranks = run.value("ranks", 1), now = World::get().size();
+  if (ranks != now)
+    throw Error(path + ": the run was checkpointed over " + std::to_string(ranks) + " MPI rank(s); resume it over as "
+                "many (now " + std::to_string(now) + "): the split of each batch shapes the arithmetic");
+}
+
+void check_same_data(const std::string& what, const std::string& fingerprint) {
+  const World& world = World::get();
+  const std::vector<std::string> all = world.all_strings(fingerprint);
+  for (int r = 1; r < world.size(); ++r)
+    if (all[static_cast<std::size_t>(r)] != all[0])
+      throw Error("rank " + std::to_string(r) + " read other bytes for " + what + " than rank 0 (fingerprints " +
+                  all[static_cast<std::size_t>(r)] + " and " + all[0] + "); every rank must read the same data");
+}
+
 void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt) {
   opt.checkpoint_path = checkpoint.empty() ? out + ".ckpt" : checkpoint;
   if (opt.checkpoint_path == out || opt.checkpoint_path == opt.log_path)
     throw Error(opt.checkpoint_path + ": the checkpoint needs a path of its own (not --out's or --log's)");
+  if (!World::get().leader()) return;  // over MPI, rank 0 alone writes the model, checkpoint and log
   check_output_path(out);
   check_output_path(opt.checkpoint_path);
   if (!opt.log_path.empty()) check_output_path(opt.log_path);

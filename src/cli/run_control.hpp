@@ -40,6 +40,15 @@ void resume_excludes_others(CLI::App& app, CLI::Option* resume);
 
 // Sets opt.checkpoint_path (checkpoint, else OUT.ckpt) and checks, before any
 // work, that the model, the checkpoint and the log can be written.
+// Under mpirun: refuses commands other than train and pretrain, and ranks
+// whose command line or binary differ from rank 0's (an Error naming the rank).
+void check_ranks_agree(int argc, char** argv);
+// Under mpirun: an Error unless every rank's fingerprint of `what` (a data
+// file) is rank 0's. One process: nothing to check.
+// On --resume: an Error unless the checkpoint's run (its "ranks") had as many ranks as now.
+void check_ranks(const nlohmann::json& run, const std::string& path);
+void check_same_data(const std::string& what, const std::string& fingerprint);
+
 void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt);
 
 // Saves the finished model atomically, removes the run's checkpoint, and says

@@ -4,6 +4,7 @@
 
 #include "cli.hpp"
 #include "run_control.hpp"
+#include "zibert/base/world.hpp"
 #include "zibert/base/io.hpp"
 #include "zibert/train/calibrate.hpp"
 #include "zibert/train/pretrainer.hpp"
@@ -62,6 +63,7 @@ void take_from_checkpoint(const Checkpoint& resume, const std::string& path, Tra
     opt.log_path = run.at("log").get<std::string>();
     c.checkpoint = path;
     c.data_fingerprint = run.at("data_fingerprint").get<std::string>();  // stdin's is checked once it is read
+    check_ranks(run, path);
     if (c.data != "-" && file_fingerprint(c.data) != c.data_fingerprint)
       throw Error(c.data + ": changed since the checkpoint was written; --resume needs the same data");
     if (!c.dev.empty() && file_fingerprint(c.dev) != run.at("dev_fingerprint").get<std::string>())
@@ -81,6 +83,7 @@ nlohmann::json run_record(const TrainCli& c, const TrainOptions& opt) {
           {"out", absolute(c.out)},
           {"log", absolute(opt.log_path)},
           {"data_fingerprint", c.data_fingerprint},
+          {"ranks", World::get().size()},
           {"dev_fingerprint", c.dev.empty() ? "" : file_fingerprint(c.dev)}};
 }
 
@@ -98,7 +101,10 @@ int run_train(const TrainCli& o) {
   }
   if (opt.extend_vocab && c.init.empty() && o.resume.empty())
     throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the data");
-  // Fail before any work when a result could not be written.
+  const World& world = World::get();
+  if (world.distributed() && c.data == "-")
+    throw Error("--data - under mpirun: only rank 0 would read standard input; give every rank the file");
+  // Fail before any work when a result could not be written (rank 0 writes everything).
   prepare_outputs(c.out, c.checkpoint, opt);
   std::optional<Classifier> init;
   if (!c.init.empty()) init = load_init_model(c.init);
@@ -120,6 +126,7 @@ int run_train(const TrainCli& o) {
     train = parse_dataset(std::move(bytes), "(standard input)", multi_label);
   } else {
     if (!resume) c.data_fingerprint = file_fingerprint(c.data);
+    check_same_data(c.data, c.data_fingerprint);
     train = read_dataset(c.data, multi_label);
   }
   Dataset dev;
@@ -130,7 +137,7 @@ int run_train(const TrainCli& o) {
   opt.run = run_record(c, opt);
   const bool from_encoder = c.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
   if (from_encoder && !o.lr_given) opt.adam.lr = kFineTuneLr;
-  Progress progress(o.quiet);
+  Progress progress(o.quiet || !world.leader());  // over MPI, rank 0 reports
   const TrainHooks hooks = stop_hooks(o.faults);
   auto started = std::chrono::steady_clock::now();
   std::optional<Classifier> trained;
@@ -159,6 +166,7 @@ int run_train(const TrainCli& o) {
                   cal.temperature, cal.before.nll, cal.after.nll, cal.before.ece, cal.after.ece);
     progress.message(line);
   }
+  if (!world.leader()) return kExitOk;
   save_finished(c.out, *trained, opt, multi_label ? "dev micro-F1" : "dev accuracy",
                 multi_label ? "dev_micro_f1" : "dev_accuracy",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), progress);

@@ -1,8 +1,12 @@
 #include "zibert/train/checkpoint.hpp"
 
+#include "zibert/base/world.hpp"
+
 #include "zibert/base/error.hpp"
 
 namespace zibert {
+
+int world_threads(const TrainOptions& opt) { return opt.threads * World::get().size(); }
 
 nlohmann::json options_json(const TrainOptions& o) {
   return {{"epochs", o.epochs},         {"batch", o.batch},

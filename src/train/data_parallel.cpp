@@ -2,10 +2,13 @@
 
 #include <omp.h>
 
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <tuple>
 #include <utility>
+
+#include "zibert/base/world.hpp"
 
 namespace zibert {
 
@@ -16,35 +19,46 @@ template <class T>
 template <class Part>
 T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
   parts = std::max<Index>(parts, 1);
-  if (caches_.size() < static_cast<std::size_t>(parts)) caches_.resize(parts);
+  const World& world = World::get();
+  // This rank's parts of the batch: [first, last) of the world's `parts`.
+  const Index first = std::min<Index>(parts, Index(world.rank()) * parts_);
+  const Index last = std::min<Index>(parts, first + parts_);
+  const Index local = last - first;
+  if (caches_.size() < static_cast<std::size_t>(std::max<Index>(local, 1))) caches_.resize(std::max<Index>(local, 1));
   losses_.resize(static_cast<std::size_t>(parts));
   weights_.resize(static_cast<std::size_t>(parts));
-  if (parts == 1) {
+  if (parts == 1 && !world.distributed()) {
     net.zero_grad();
     return part(0, net, caches_[0]).first;
   }
   // Replicas read net's weights in place: rebuild them when those move.
-  if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(parts) ||
+  if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(std::max<Index>(local, 1)) ||
       replicas_.front().grads().size() != net.params().size()) {
     replicas_.clear();
-    for (Index p = 0; p < parts; ++p) replicas_.push_back(Bert<T>::replica(net));
+    for (Index p = 0; p < std::max<Index>(local, 1); ++p) replicas_.push_back(Bert<T>::replica(net));
     bound_ = net.params().data();
   }
   std::vector<T>& losses = losses_;
   std::vector<T>& weight = weights_;
   std::exception_ptr error;
-#pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static, 1)
-  for (Index p = 0; p < parts; ++p) {
+#pragma omp parallel for num_threads(static_cast<int>(std::max<Index>(local, 1))) schedule(static, 1)
+  for (Index p = first; p < last; ++p) {
     try {
-      Bert<T>& r = replicas_[p];
+      Bert<T>& r = replicas_[p - first];
       r.zero_grad();
-      std::tie(losses[p], weight[p]) = part(p, r, caches_[p]);
+      std::tie(losses[p], weight[p]) = part(p, r, caches_[p - first]);
     } catch (...) {
 #pragma omp critical(zibert_data_parallel_error)
       if (!error) error = std::current_exception();
     }
   }
   if (error) std::rethrow_exception(error);
+  if (world.distributed()) {
+    const auto start = std::chrono::steady_clock::now();
+    const T loss = reduce_over_ranks(net, first, last);
+    reduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return loss;
+  }
   T loss = 0;
   for (Index p = 0; p < parts; ++p) loss += weight[p] * losses[p];
   if (!std::isfinite(loss)) return loss;
@@ -59,9 +73,40 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
   return loss;
 }
 
+// The loss and the gradient summed over every rank's parts [first, last),
+// part by part in the world's order (World::chain_sum): the additions one
+// process of that many parts makes, so the result has its bits.
+template <class T>
+T DataParallel<T>::reduce_over_ranks(Bert<T>& net, Index first, Index last) {
+  struct Terms {
+    DataParallel* self;
+    Index first, last;
+  } terms{this, first, last};
+  T loss = 0;
+  World::get().chain_sum<T>(&loss, 1, [](T* sum, void* ctx) {
+    const Terms& t = *static_cast<const Terms*>(ctx);
+    for (Index p = t.first; p < t.last; ++p) *sum += t.self->weights_[p] * t.self->losses_[p];
+  }, &terms);
+  if (!std::isfinite(loss)) return loss;
+  AlignedVector<T>& grads = net.grads();
+  std::fill(grads.begin(), grads.end(), T(0));
+  World::get().chain_sum<T>(grads.data(), grads.size(), [](T* sum, void* ctx) {
+    const Terms& t = *static_cast<const Terms*>(ctx);
+    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(t.self->replicas_.front().grads().size());
+    const int threads = static_cast<int>(std::max<Index>(t.last - t.first, 1));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+      T s = sum[i];
+      for (Index p = t.first; p < t.last; ++p) s += t.self->weights_[p] * t.self->replicas_[p - t.first].grads()[i];
+      sum[i] = s;
+    }
+  }, &terms);
+  return loss;
+}
+
 template <class T>
 T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng) {
-  const Index parts = std::min<Index>(parts_, batch.size);
+  const Index parts = std::min<Index>(world_parts(), batch.size);
   pieces_.resize(static_cast<std::size_t>(std::max<Index>(parts, 1)));
   for (Index p = 0; p < parts; ++p) {
     const Index b0 = batch.size * p / parts, b1 = batch.size * (p + 1) / parts;
@@ -77,7 +122,7 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
 
 template <class T>
 T DataParallel<T>::train_mlm(Bert<T>& net, const MaskedBatch& batch, const DropoutRng* rng) {
-  const Index parts = std::min<Index>(parts_, batch.batch.size);
+  const Index parts = std::min<Index>(world_parts(), batch.batch.size);
   masked_pieces_.resize(static_cast<std::size_t>(std::max<Index>(parts, 1)));
   for (Index p = 0; p < parts; ++p) {
     const Index b0 = batch.batch.size * p / parts, b1 = batch.batch.size * (p + 1) / parts;

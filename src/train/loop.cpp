@@ -1,7 +1,10 @@
 #include "zibert/train/loop.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+
+#include "zibert/base/world.hpp"
 
 namespace zibert {
 
@@ -42,6 +45,7 @@ void Loop::run(bool resumed, bool from_init) {
   open_log(resumed);
   started_ = Clock::now();
   examples_at_start_ = state_.examples_seen;
+  steps_at_start_ = state_.step;
   for (std::int64_t epoch = state_.epoch; epoch <= opt_.epochs; ++epoch) {
     run_epoch(epoch);
     score_epoch(epoch);
@@ -51,7 +55,7 @@ void Loop::run(bool resumed, bool from_init) {
 }
 
 void Loop::open_log(bool append) {
-  if (opt_.log_path.empty()) return;
+  if (opt_.log_path.empty() || !World::get().leader()) return;  // over MPI, rank 0 writes the log
   log_.open(opt_.log_path, append ? std::ios::app : std::ios::trunc);
   if (!log_) throw Error(opt_.log_path + ": cannot open the log for writing");
 }
@@ -111,6 +115,8 @@ void Loop::score_epoch(std::int64_t epoch) {
   if (log_.is_open()) {  // timings vary between runs, so they go to the log, not into the model
     record["lr"] = lr_;
     record["examples_per_s"] = examples_per_s();
+    if (World::get().distributed())  // the gradient's sum over the ranks, waiting included
+      record["reduce_ms_per_step"] = 1e3 * runner_.reduce_seconds() / double(std::max<std::int64_t>(state_.step - steps_at_start_, 1));
     log_ << record.dump() << '\n' << std::flush;
     if (!log_) throw Error(opt_.log_path + ": write failed");
   }
@@ -126,6 +132,7 @@ void Loop::score_epoch(std::int64_t epoch) {
 }
 
 void Loop::save() {
+  if (!World::get().leader()) return;  // over MPI, rank 0 writes the checkpoint
   Checkpoint c{model_, {adam_.m().begin(), adam_.m().end()}, {adam_.v().begin(), adam_.v().end()},
                {best_params_.begin(), best_params_.end()}};
   c.model.training = {{"checkpoint", state_.to_json(opt_)}};

@@ -174,7 +174,7 @@ nlohmann::json pretraining_record(const std::vector<Corpus>& train, const Corpus
           {"seed", opt.seed},
           {"min_count", opt.min_count},
           {"max_vocab", opt.max_vocab},
-          {"threads", opt.threads},
+          {"threads", world_threads(opt)},
           {"init", s.init},
           {"history", s.history},
           {"zibert_version", ZIBERT_VERSION}};

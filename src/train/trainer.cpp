@@ -290,7 +290,7 @@ nlohmann::json training_record(const Dataset& train, const Dataset& dev, std::si
           {"warmup", opt.warmup},           {"weight_decay", opt.adam.weight_decay},
           {"clip_norm", opt.adam.clip_norm}, {"dropout", dropout},
           {"seed", opt.seed},               {"min_count", opt.min_count},
-          {"threads", opt.threads},         {"init", s.init},
+          {"threads", world_threads(opt)},  {"init", s.init},
           {"history", s.history},           {"zibert_version", ZIBERT_VERSION}};
   objective.describe(s.best, record);  // the best epoch's dev scores
   return record;

@@ -33,6 +33,11 @@ struct TrainOptions {
   nlohmann::json run;       // the caller's own record, kept in checkpoints (data paths, out)
 };
 
+// The threads the results depend on, as a model records them: the parts
+// each batch is split into, opt.threads on each of World's ranks (a run over
+// R ranks of T threads computes what one process of R·T threads does).
+int world_threads(const TrainOptions& opt);
+
 // The options as a checkpoint records them, and back. The shape is
 // config_to_json's form, the one JSON form of a ModelConfig.
 nlohmann::json options_json(const TrainOptions& options);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "zibert/base/world.hpp"
 #include "zibert/model/bert.hpp"
 
 namespace zibert {
@@ -27,13 +28,20 @@ class DataParallel {
   T train_mlm(Bert<T>& net, const MaskedBatch& batch, const DropoutRng* rng);
 
   int parts() const { return parts_; }
+  // The parts of a batch over every rank (World): parts() per rank.
+  Index world_parts() const { return Index(parts_) * World::get().size(); }
+  // Seconds spent so far summing over MPI ranks (waiting for the other ranks included).
+  double reduce_seconds() const { return reduce_seconds_; }
 
  private:
   // Splits into parts; part(p, replica, cache) runs forward and backward on
   // part p and returns {loss, weight}; the loss is Σ weight·loss and the
   // gradient the same sum, in part order.
+  // Over MPI ranks, each rank runs its own parts [first, last) of the
+  // world's; reduce_over_ranks then sums them in part order.
   template <class Part>
   T run(Bert<T>& net, Index parts, const Part& part);
+  T reduce_over_ranks(Bert<T>& net, Index first, Index last);
 
   int parts_;
   const T* bound_ = nullptr;  // the parameters the replicas read
@@ -42,6 +50,7 @@ class DataParallel {
   std::vector<Batch> pieces_;
   std::vector<MaskedBatch> masked_pieces_;
   std::vector<T> losses_, weights_;  // per part, kept so that a step allocates nothing
+  double reduce_seconds_ = 0;
 };
 
 }  // namespace zibert

@@ -70,7 +70,7 @@ class Loop {
   DataParallel<float> runner_;
   AlignedVector<float> best_params_;
   TrainState state_;
-  std::int64_t examples_ = 0, total_ = 0, warmup_ = 0, examples_at_start_ = 0;
+  std::int64_t examples_ = 0, total_ = 0, warmup_ = 0, examples_at_start_ = 0, steps_at_start_ = 0;
   double lr_ = 0;
   Clock::time_point started_;
   std::ofstream log_;
