@@ -6,6 +6,16 @@
 
 namespace zibert {
 
+LabelScore label_score(std::int64_t tp, std::int64_t predicted, std::int64_t actual) {
+  LabelScore s;
+  s.support = actual;
+  s.precision = predicted ? double(tp) / double(predicted) : 0.0;
+  s.recall = actual ? double(tp) / double(actual) : 0.0;
+  // 2PR/(P+R) with the ratios cancelled: one rounding, the same bits wherever it is computed.
+  s.f1 = tp ? 2.0 * double(tp) / double(predicted + actual) : 0.0;
+  return s;
+}
+
 Metrics compute_metrics(const std::vector<std::string>& labels, const std::vector<std::int32_t>& gold,
                         const std::vector<std::int32_t>& predicted, const std::vector<std::string>& categories) {
   const std::size_t k = labels.size();
@@ -30,12 +40,7 @@ Metrics compute_metrics(const std::vector<std::string>& labels, const std::vecto
       pred += m.confusion[o][c];
       actual += m.confusion[c][o];
     }
-    LabelScore s;
-    s.support = actual;
-    s.precision = pred ? double(tp) / double(pred) : 0.0;
-    s.recall = actual ? double(tp) / double(actual) : 0.0;
-    // 2PR/(P+R) with the ratios cancelled: one rounding, the same bits wherever it is computed.
-    s.f1 = tp ? 2.0 * double(tp) / double(pred + actual) : 0.0;
+    const LabelScore s = label_score(tp, pred, actual);
     m.per_label.push_back(s);
     m.macro_f1 += s.f1 / double(k);
   }

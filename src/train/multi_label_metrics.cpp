@@ -7,14 +7,6 @@
 #include "zibert/base/error.hpp"
 
 namespace zibert {
-namespace {
-
-// 2PR/(P+R) with the ratios cancelled, as compute_metrics computes it.
-double f1_of(std::int64_t tp, std::int64_t predicted, std::int64_t actual) {
-  return tp ? 2.0 * double(tp) / double(predicted + actual) : 0.0;
-}
-
-}  // namespace
 
 MultiLabelMetrics compute_multi_label_metrics(const std::vector<std::string>& labels,
                                               const std::vector<std::uint8_t>& gold,
@@ -42,20 +34,17 @@ MultiLabelMetrics compute_multi_label_metrics(const std::vector<std::string>& la
   }
   std::int64_t tp_all = 0, actual_all = 0, predicted_all = 0;
   for (std::size_t c = 0; c < k; ++c) {
-    LabelScore s;
-    s.support = actual[c];
-    s.precision = m.predicted_count[c] ? double(tp[c]) / double(m.predicted_count[c]) : 0.0;
-    s.recall = actual[c] ? double(tp[c]) / double(actual[c]) : 0.0;
-    s.f1 = f1_of(tp[c], m.predicted_count[c], actual[c]);
+    const LabelScore s = label_score(tp[c], m.predicted_count[c], actual[c]);
     m.per_label.push_back(s);
     m.macro_f1 += s.f1 / double(k);
     tp_all += tp[c];
     actual_all += actual[c];
     predicted_all += m.predicted_count[c];
   }
-  m.micro_precision = predicted_all ? double(tp_all) / double(predicted_all) : 0.0;
-  m.micro_recall = actual_all ? double(tp_all) / double(actual_all) : 0.0;
-  m.micro_f1 = f1_of(tp_all, predicted_all, actual_all);
+  const LabelScore pooled = label_score(tp_all, predicted_all, actual_all);  // every text × label decision
+  m.micro_precision = pooled.precision;
+  m.micro_recall = pooled.recall;
+  m.micro_f1 = pooled.f1;
   m.exact_match = m.total ? double(m.exact) / double(m.total) : 0.0;
   m.hamming_loss = m.total ? double(wrong) / double(m.total * static_cast<std::int64_t>(k)) : 0.0;
   return m;

@@ -190,9 +190,11 @@ DevScore evaluate(const Classifier& model, const DevSet& dev) {
 
 // ---- what a classifier optimises: cross-entropy of its labels
 
-class ClassifyObjective : public Objective {
+// What both kinds of classifier share: batches of the training set, the dev
+// set, and the best epoch by its F1 (macro or micro), then its loss.
+class LabelledObjective : public Objective {
  public:
-  ClassifyObjective(SequenceSet train, DevSet dev, double label_smoothing)
+  LabelledObjective(SequenceSet train, DevSet dev, double label_smoothing)
       : train_(std::move(train)), dev_(std::move(dev)), label_smoothing_(label_smoothing) {}
   const std::vector<std::int64_t>& lengths() const override { return train_.lengths; }
   float gradient(Bert<float>& net, DataParallel<float>& runner, const std::vector<std::size_t>& members,
@@ -201,11 +203,26 @@ class ClassifyObjective : public Objective {
     batch_.label_smoothing = label_smoothing_;
     return runner.train(net, batch_, &rng);
   }
-  DevScore evaluate(const Classifier& model) override { return zibert::evaluate(model, dev_); }
-  // Macro-F1 first (it does not reward predicting everything positive), then the loss.
+  // F1 first (macro-F1 does not reward predicting everything positive;
+  // micro-F1 counts every label decision), then the loss.
   bool better(const DevScore& now, const DevScore& best) const override {
     return now.f1 > best.f1 || (now.f1 == best.f1 && now.loss < best.loss);
   }
+
+ protected:
+  const DevSet& dev() const { return dev_; }
+
+ private:
+  const SequenceSet train_;
+  const DevSet dev_;
+  const double label_smoothing_;
+  Batch batch_;
+};
+
+class ClassifyObjective : public LabelledObjective {
+ public:
+  using LabelledObjective::LabelledObjective;
+  DevScore evaluate(const Classifier& model) override { return zibert::evaluate(model, dev()); }
   void describe(const DevScore& s, nlohmann::json& record) const override {
     record["dev_loss"] = s.loss;
     record["dev_accuracy"] = s.accuracy;
@@ -214,12 +231,6 @@ class ClassifyObjective : public Objective {
   std::string summary(const DevScore& s) const override {
     return fmt("dev loss %.4f  dev acc %.4f  dev macro-F1 %.4f", s.loss, s.accuracy, s.f1);
   }
-
- private:
-  const SequenceSet train_;
-  const DevSet dev_;
-  const double label_smoothing_;
-  Batch batch_;
 };
 
 // ---- what a multi-label classifier optimises: one binary cross-entropy per label
@@ -245,20 +256,10 @@ DevScore evaluate_multi_label(const Classifier& model, const DevSet& dev) {
   return {loss_sum / double(preds.size()), m.exact_match, m.micro_f1};
 }
 
-class MultiLabelObjective : public Objective {
+class MultiLabelObjective : public LabelledObjective {
  public:
-  MultiLabelObjective(SequenceSet train, DevSet dev) : train_(std::move(train)), dev_(std::move(dev)) {}
-  const std::vector<std::int64_t>& lengths() const override { return train_.lengths; }
-  float gradient(Bert<float>& net, DataParallel<float>& runner, const std::vector<std::size_t>& members,
-                 std::int64_t, const DropoutRng& rng) override {
-    batch_ = batch_of(train_, members);
-    return runner.train(net, batch_, &rng);
-  }
-  DevScore evaluate(const Classifier& model) override { return evaluate_multi_label(model, dev_); }
-  // Micro-F1 first (every label decision counts), then the loss.
-  bool better(const DevScore& now, const DevScore& best) const override {
-    return now.f1 > best.f1 || (now.f1 == best.f1 && now.loss < best.loss);
-  }
+  MultiLabelObjective(SequenceSet train, DevSet dev) : LabelledObjective(std::move(train), std::move(dev), 0.0) {}
+  DevScore evaluate(const Classifier& model) override { return evaluate_multi_label(model, dev()); }
   void describe(const DevScore& s, nlohmann::json& record) const override {
     record["dev_loss"] = s.loss;
     record["dev_exact_match"] = s.accuracy;
@@ -267,11 +268,6 @@ class MultiLabelObjective : public Objective {
   std::string summary(const DevScore& s) const override {
     return fmt("dev loss %.4f  dev exact match %.4f  dev micro-F1 %.4f", s.loss, s.accuracy, s.f1);
   }
-
- private:
-  const SequenceSet train_;
-  const DevSet dev_;
-  Batch batch_;
 };
 
 // What the saved model records of its training (file names without

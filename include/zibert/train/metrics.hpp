@@ -13,6 +13,9 @@ struct LabelScore {
   double precision = 0, recall = 0, f1 = 0;
   std::int64_t support = 0;
 };
+// A label's scores from its true positives, predictions and gold occurrences
+// (support = actual); F1 as 2·tp/(predicted + actual), one rounding.
+LabelScore label_score(std::int64_t tp, std::int64_t predicted, std::int64_t actual);
 
 struct Metrics {
   std::vector<std::string> labels;
