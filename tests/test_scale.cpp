@@ -17,6 +17,16 @@ namespace {
 
 const std::string kZ = std::string("env -u ZIBERT_MODEL ") + ZIBERT_BIN;
 
+// The sanitizer build runs zibert some twenty times slower: a fifth of the
+// lines, in blocks of a fifth of the size (still several blocks).
+#ifdef ZIBERT_SANITIZED
+constexpr int kLines = 6000, kPerFile = 4000;
+const std::string kBlock = "200k";
+#else
+constexpr int kLines = 30000, kPerFile = 20000;
+const std::string kBlock = "1M";
+#endif
+
 // n lines of every kind classify meets: mentions, near misses, empty lines,
 // CRLF ends, texts longer than the window.
 std::string mixed_lines(int n, std::uint64_t seed) {
@@ -48,22 +58,22 @@ void require_parallel() {
 TEST_CASE("parallel --pipe -k of classify and embed gives one process's output byte for byte", "[scale]") {
   require_parallel();
   const std::string dir = temp_dir();
-  write_text(dir + "/in.txt", mixed_lines(30000, 7));  // about 2.6 MB: three 1M blocks
+  write_text(dir + "/in.txt", mixed_lines(kLines, 7));  // about 2.6 MB: three 1M blocks (sanitized: 0.5 MB, 200k)
   for (const std::string& command : {std::string(" classify --threads 1"), std::string(" classify --threads 1 --format jsonl --no-text")}) {
     INFO(command);
     RunResult one = run_shell(kZ + command + " < " + dir + "/in.txt");
-    RunResult fan = run_shell("parallel --pipe -k --block 1M " + kZ + command + " < " + dir + "/in.txt");
+    RunResult fan = run_shell("parallel --pipe -k --block " + kBlock + " " + kZ + command + " < " + dir + "/in.txt");
     REQUIRE(one.status == 0);
     REQUIRE(fan.status == 0);
-    CHECK(lines_of(one.out).size() == 30000);
+    CHECK(lines_of(one.out).size() == std::size_t(kLines));
     if (command.find("jsonl") == std::string::npos) CHECK(fan.out == one.out);  // JSONL lines restart per block
   }
   SECTION("embed: the same vectors in the same order, equal to 1e-5 (not always in the last printed digit)") {
     RunResult one = run_shell(kZ + " embed --threads 1 < " + dir + "/in.txt");
-    RunResult fan = run_shell("parallel --pipe -k --block 1M " + kZ + " embed --threads 1 < " + dir + "/in.txt");
+    RunResult fan = run_shell("parallel --pipe -k --block " + kBlock + " " + kZ + " embed --threads 1 < " + dir + "/in.txt");
     REQUIRE(fan.status == 0);
     const std::vector<std::string> a = lines_of(one.out), b = lines_of(fan.out);
-    REQUIRE(a.size() == 30000);
+    REQUIRE(a.size() == std::size_t(kLines));
     REQUIRE(b.size() == a.size());
     double worst = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
@@ -81,8 +91,8 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
     REQUIRE(fan.status == 0);
     CHECK(fan.out == one.out);
     const std::vector<std::string> rows = lines_of(fan.out);
-    REQUIRE(rows.size() == 30000);
-    CHECK(nlohmann::json::parse(rows[29999])["line"] == 30000);
+    REQUIRE(rows.size() == std::size_t(kLines));
+    CHECK(nlohmann::json::parse(rows.back())["line"] == kLines);
     RunResult numbered = run_shell("parallel --pipe -k -N 4000 '" + kZ +
                                    " classify -n --threads 1 --line-offset $(( ({#} - 1) * 4000 ))' < " + dir +
                                    "/in.txt");
@@ -98,12 +108,12 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
 
 TEST_CASE("writers sharing one pipe never tear a record: each write is whole records within PIPE_BUF", "[scale]") {
   const std::string dir = temp_dir();
-  for (int f = 0; f < 4; ++f) write_text(dir + "/in" + std::to_string(f) + ".txt", mixed_lines(20000, 11 + f));
+  for (int f = 0; f < 4; ++f) write_text(dir + "/in" + std::to_string(f) + ".txt", mixed_lines(kPerFile, 11 + f));
   // Four classify processes at once into the same pipe, JSONL with the text: records of 100-400 bytes.
   RunResult r = run_shell("ls " + dir + "/in*.txt | xargs -P 4 -n 1 " + kZ + " classify --format jsonl --threads 1 | cat");
   REQUIRE(r.status == 0);
   const std::vector<std::string> rows = lines_of(r.out);
-  CHECK(rows.size() == 80000);
+  CHECK(rows.size() == std::size_t(4 * kPerFile));
   std::size_t bad = 0;
   for (const std::string& row : rows) {
     try {
