@@ -23,8 +23,8 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
   // This rank's parts of the batch: [first, last) of the world's `parts`.
   const Index first = std::min<Index>(parts, Index(world.rank()) * parts_);
   const Index last = std::min<Index>(parts, first + parts_);
-  const Index local = last - first;
-  if (caches_.size() < static_cast<std::size_t>(std::max<Index>(local, 1))) caches_.resize(std::max<Index>(local, 1));
+  const Index slots = std::max<Index>(last - first, 1);  // replicas, caches and threads this rank needs
+  if (caches_.size() < static_cast<std::size_t>(slots)) caches_.resize(static_cast<std::size_t>(slots));
   losses_.resize(static_cast<std::size_t>(parts));
   weights_.resize(static_cast<std::size_t>(parts));
   if (parts == 1 && !world.distributed()) {
@@ -32,16 +32,16 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
     return part(0, net, caches_[0]).first;
   }
   // Replicas read net's weights in place: rebuild them when those move.
-  if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(std::max<Index>(local, 1)) ||
+  if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(slots) ||
       replicas_.front().grads().size() != net.params().size()) {
     replicas_.clear();
-    for (Index p = 0; p < std::max<Index>(local, 1); ++p) replicas_.push_back(Bert<T>::replica(net));
+    for (Index p = 0; p < slots; ++p) replicas_.push_back(Bert<T>::replica(net));
     bound_ = net.params().data();
   }
   std::vector<T>& losses = losses_;
   std::vector<T>& weight = weights_;
   std::exception_ptr error;
-#pragma omp parallel for num_threads(static_cast<int>(std::max<Index>(local, 1))) schedule(static, 1)
+#pragma omp parallel for num_threads(static_cast<int>(slots)) schedule(static, 1)
   for (Index p = first; p < last; ++p) {
     try {
       Bert<T>& r = replicas_[p - first];
