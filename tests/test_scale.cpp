@@ -17,13 +17,13 @@ namespace {
 
 const std::string kZ = std::string("env -u ZIBERT_MODEL ") + ZIBERT_BIN;
 
-// The sanitizer build runs zibert some twenty times slower: a fifth of the
-// lines, in blocks of a fifth of the size (still several blocks).
+// The sanitizer build runs zibert some twenty times slower: a fifteenth of
+// the lines, in blocks of 64 kB (still three blocks).
 #ifdef ZIBERT_SANITIZED
-constexpr int kLines = 6000, kPerFile = 4000;
-const std::string kBlock = "200k";
+constexpr int kLines = 2000, kPerFile = 2000, kBlockLines = 700;
+const std::string kBlock = "64k";
 #else
-constexpr int kLines = 30000, kPerFile = 20000;
+constexpr int kLines = 30000, kPerFile = 20000, kBlockLines = 4000;
 const std::string kBlock = "1M";
 #endif
 
@@ -58,7 +58,7 @@ void require_parallel() {
 TEST_CASE("parallel --pipe -k of classify and embed gives one process's output byte for byte", "[scale]") {
   require_parallel();
   const std::string dir = temp_dir();
-  write_text(dir + "/in.txt", mixed_lines(kLines, 7));  // about 2.6 MB: three 1M blocks (sanitized: 0.5 MB, 200k)
+  write_text(dir + "/in.txt", mixed_lines(kLines, 7));  // about 2.6 MB: three 1M blocks (sanitized: 0.17 MB, 64k)
   for (const std::string& command : {std::string(" classify --threads 1"), std::string(" classify --threads 1 --format jsonl --no-text")}) {
     INFO(command);
     RunResult one = run_shell(kZ + command + " < " + dir + "/in.txt");
@@ -85,16 +85,17 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
   }
   SECTION("JSONL: --line-offset continues the line numbers across blocks of known size") {
     RunResult one = run_shell(kZ + " classify --format jsonl --threads 1 < " + dir + "/in.txt");
-    RunResult fan = run_shell("parallel --pipe -k -N 4000 '" + kZ +
-                              " classify --format jsonl --threads 1 --line-offset $(( ({#} - 1) * 4000 ))' < " + dir +
+    const std::string n = std::to_string(kBlockLines);
+    RunResult fan = run_shell("parallel --pipe -k -N " + n + " '" + kZ +
+                              " classify --format jsonl --threads 1 --line-offset $(( ({#} - 1) * " + n + " ))' < " + dir +
                               "/in.txt");
     REQUIRE(fan.status == 0);
     CHECK(fan.out == one.out);
     const std::vector<std::string> rows = lines_of(fan.out);
     REQUIRE(rows.size() == std::size_t(kLines));
     CHECK(nlohmann::json::parse(rows.back())["line"] == kLines);
-    RunResult numbered = run_shell("parallel --pipe -k -N 4000 '" + kZ +
-                                   " classify -n --threads 1 --line-offset $(( ({#} - 1) * 4000 ))' < " + dir +
+    RunResult numbered = run_shell("parallel --pipe -k -N " + n + " '" + kZ +
+                                   " classify -n --threads 1 --line-offset $(( ({#} - 1) * " + n + " ))' < " + dir +
                                    "/in.txt");
     CHECK(numbered.out == run_shell(kZ + " classify -n --threads 1 < " + dir + "/in.txt").out);
   }
