@@ -72,15 +72,15 @@ void World::finalize() {
 const World& World::get() { return the_world(); }
 
 template <class T>
-void World::chain_sum(T* buf, std::size_t n, void (*add)(T*, void*), void* ctx) const {
+void World::chain_sum(T* buf, std::size_t n, const std::function<void(T*)>& add) const {
   if (size_ == 1) {
-    add(buf, ctx);
+    add(buf);
     return;
   }
 #ifdef ZIBERT_MPI
   const int count = static_cast<int>(n);
   if (rank_ > 0) check(MPI_Recv(buf, count, mpi_type<T>(), rank_ - 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
-  add(buf, ctx);
+  add(buf);
   if (rank_ + 1 < size_) check(MPI_Send(buf, count, mpi_type<T>(), rank_ + 1, 0, MPI_COMM_WORLD), "MPI_Send");
   check(MPI_Bcast(buf, count, mpi_type<T>(), size_ - 1, MPI_COMM_WORLD), "MPI_Bcast");
 #else
@@ -122,7 +122,7 @@ void World::abort(int status) const {
   std::exit(status);
 }
 
-template void World::chain_sum<float>(float*, std::size_t, void (*)(float*, void*), void*) const;
-template void World::chain_sum<double>(double*, std::size_t, void (*)(double*, void*), void*) const;
+template void World::chain_sum<float>(float*, std::size_t, const std::function<void(float*)>&) const;
+template void World::chain_sum<double>(double*, std::size_t, const std::function<void(double*)>&) const;
 
 }  // namespace zibert

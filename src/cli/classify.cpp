@@ -44,25 +44,25 @@ std::string escape_tsv(const std::string& text) {
 
 double round4(float v) { return std::round(double(v) * 10000.0) / 10000.0; }
 
-// The predicted label's log-odds, ln p − ln(1 − p), with 1 − p summed from
-// the other labels' probabilities (exact where 1 − p in float would round
-// to 0), rounded to 4 decimals; ±1000 stands for a probability of exactly 1 or 0.
+// ln p − ln(rest), rounded to 4 decimals; ±1000 stands for a probability
+// of exactly 1 (rest 0) or 0.
+double rounded_log_odds(double p, double rest) {
+  if (rest <= 0) return 1000;
+  if (p <= 0) return -1000;
+  return std::round((std::log(p) - std::log(rest)) * 10000.0) / 10000.0;
+}
+
+// The predicted label's log-odds, with 1 − p summed from the other labels'
+// probabilities (exact where 1 − p in float would round to 0).
 double log_odds(const Prediction& p) {
   double rest = 0;
   for (std::size_t c = 0; c < p.probs.size(); ++c)
     if (static_cast<std::int32_t>(c) != p.label) rest += p.probs[c];
-  if (rest <= 0) return 1000;
-  if (p.prob <= 0) return -1000;
-  return std::round((std::log(double(p.prob)) - std::log(rest)) * 10000.0) / 10000.0;
+  return rounded_log_odds(p.prob, rest);
 }
 
-// A multi-label prediction's log-odds for one label, ln p − ln(1 − p), to 4
-// decimals (±1000 for a probability of exactly 1 or 0).
-double sigmoid_log_odds(float p) {
-  if (p >= 1.0f) return 1000;
-  if (p <= 0.0f) return -1000;
-  return std::round((std::log(double(p)) - std::log1p(-double(p))) * 10000.0) / 10000.0;
-}
+// A multi-label prediction's log-odds for one label (1 − p is exact in double).
+double sigmoid_log_odds(float p) { return rounded_log_odds(p, 1.0 - double(p)); }
 
 class Classify {
  public:

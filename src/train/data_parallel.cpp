@@ -78,29 +78,23 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
 // process of that many parts makes, so the result has its bits.
 template <class T>
 T DataParallel<T>::reduce_over_ranks(Bert<T>& net, Index first, Index last) {
-  struct Terms {
-    DataParallel* self;
-    Index first, last;
-  } terms{this, first, last};
+  const World& world = World::get();
   T loss = 0;
-  World::get().chain_sum<T>(&loss, 1, [](T* sum, void* ctx) {
-    const Terms& t = *static_cast<const Terms*>(ctx);
-    for (Index p = t.first; p < t.last; ++p) *sum += t.self->weights_[p] * t.self->losses_[p];
-  }, &terms);
+  world.chain_sum<T>(&loss, 1, [&](T* sum) {
+    for (Index p = first; p < last; ++p) *sum += weights_[p] * losses_[p];
+  });
   if (!std::isfinite(loss)) return loss;
   AlignedVector<T>& grads = net.grads();
   std::fill(grads.begin(), grads.end(), T(0));
-  World::get().chain_sum<T>(grads.data(), grads.size(), [](T* sum, void* ctx) {
-    const Terms& t = *static_cast<const Terms*>(ctx);
-    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(t.self->replicas_.front().grads().size());
-    const int threads = static_cast<int>(std::max<Index>(t.last - t.first, 1));
-#pragma omp parallel for num_threads(threads) schedule(static)
+  world.chain_sum<T>(grads.data(), grads.size(), [&](T* sum) {
+    const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(grads.size());
+#pragma omp parallel for num_threads(static_cast<int>(std::max<Index>(last - first, 1))) schedule(static)
     for (std::ptrdiff_t i = 0; i < n; ++i) {
       T s = sum[i];
-      for (Index p = t.first; p < t.last; ++p) s += t.self->weights_[p] * t.self->replicas_[p - t.first].grads()[i];
+      for (Index p = first; p < last; ++p) s += weights_[p] * replicas_[p - first].grads()[i];
       sum[i] = s;
     }
-  }, &terms);
+  });
   return loss;
 }
 

@@ -5,6 +5,7 @@
 // one process of R·T threads.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,7 @@ class World {
   // to it, and passes it on; the last rank's result is then every rank's.
   // The additions happen in the order a single process would make them.
   template <class T>
-  void chain_sum(T* buf, std::size_t n, void (*add)(T* buf, void* ctx), void* ctx) const;
+  void chain_sum(T* buf, std::size_t n, const std::function<void(T*)>& add) const;
   // The largest of the ranks' values (stop requests: every rank stops at the same step).
   int max(int value) const;
   // Every rank's string, in rank order (start-up checks).
