@@ -80,7 +80,7 @@ TEST_CASE("a stop under mpirun leaves one checkpoint, exits 130, and --resume fi
   }
 }
 
-TEST_CASE("ranks that disagree are refused, other commands too, and a killed rank ends the job", "[mpi]") {
+TEST_CASE("ranks that disagree are refused, other commands too, and a killed or failing rank ends the job", "[mpi]") {
   const std::string dir = temp_dir(), data = corpus(dir);
   const std::string args = " train --data " + data + kShape + "--threads 1 --out " + dir + "/m.safetensors";
   RunResult r = run_shell(kMpirun + "-np 1 " + kZ + args + " --seed 1 : -np 1 " + kZ + args + " --seed 2");
@@ -89,6 +89,24 @@ TEST_CASE("ranks that disagree are refused, other commands too, and a killed ran
   r = run_shell(kMpirun + "-np 2 " + kZ + " info");
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("only train and pretrain run over MPI"));
+  SECTION("rank 1 cannot read the data, or reads other bytes: the job ends at once, naming rank 1 and the cause") {
+    // Same command line, other working directories: rank 1's train.tsv is missing, then different.
+    REQUIRE(run_shell("mkdir " + dir + "/a " + dir + "/b " + dir + "/c && cp " + data + " " + dir + "/a/ && cp " +
+                      data + " " + dir + "/c/ && printf '1\\tone more line\\n' >> " + dir + "/c/train.tsv").status == 0);
+    const std::string rel = " train --data train.tsv" + kShape + "--threads 1 --out " + dir + "/w.safetensors";
+    for (const std::string other : {"b", "c"}) {
+      const auto start = std::chrono::steady_clock::now();
+      RunResult bad = run_shell("timeout 120 " + kMpirun + "-np 1 --wdir " + dir + "/a " + kZ + rel + " : -np 1 --wdir " +
+                                dir + "/" + other + " " + kZ + rel);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      INFO(bad.err);
+      CHECK(bad.status == 2);
+      CHECK(seconds < 30);
+      CHECK_THAT(bad.err, Catch::Contains(other == "b" ? "error on rank 1 of 2: --data: File does not exist: train.tsv"
+                                                       : "rank 1 read other bytes for train.tsv than rank 0"));
+      CHECK_FALSE(std::ifstream(dir + "/w.safetensors").good());
+    }
+  }
   SECTION("kill -9 of rank 1 mid-run: the job ends with an error naming it, within seconds") {
     const auto start = std::chrono::steady_clock::now();
     // Enough steps to be mid-run after a second; rank 1 is the second zibert of this run.

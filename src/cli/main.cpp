@@ -12,6 +12,19 @@
 
 namespace {
 
+// An error ends this process with status 2; over MPI it ends every rank at
+// once, as the others may be waiting for this one in a collective.
+int fail(const char* message) {
+  const zibert::World& world = zibert::World::get();
+  std::fflush(stdout);
+  if (!world.distributed()) {
+    std::fprintf(stderr, "zibert: error: %s\n", message);
+    return zibert::cli::kExitError;
+  }
+  std::fprintf(stderr, "zibert: error on rank %d of %d: %s\n", world.rank(), world.size(), message);
+  world.abort(zibert::cli::kExitError);
+}
+
 int run_command(int argc, char** argv) {
   using namespace zibert::cli;
   // Large temporaries (Eigen's products and expression temporaries, growing
@@ -94,9 +107,8 @@ int run_command(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "zibert: error: %s\n", e.what());
-    return kExitError;
+  } catch (const CLI::ParseError& e) {  // on one rank only, if a flag's file exists there alone
+    return fail(e.what());
   }
   const zibert::World& world = zibert::World::get();
   try {
@@ -105,14 +117,7 @@ int run_command(int argc, char** argv) {
       if (sub->parsed()) return run();
     return kExitError;
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    if (!world.distributed()) {
-      std::fprintf(stderr, "zibert: error: %s\n", e.what());
-      return kExitError;
-    }
-    // One rank's error ends every rank at once: the others may be waiting for it.
-    std::fprintf(stderr, "zibert: error on rank %d of %d: %s\n", world.rank(), world.size(), e.what());
-    world.abort(kExitError);
+    return fail(e.what());
   }
 }
 
