@@ -27,10 +27,13 @@ std::vector<float> Embedder::embed_ids(const std::vector<std::vector<std::int32_
       const auto rows = static_cast<Index>(plan.windows[w].ids.size());
       Eigen::Map<Eigen::Matrix<float, 1, Eigen::Dynamic>> out(&window_vecs[w * c], c);
       const auto first = static_cast<Index>(r) * pass.seq;
-      if (pool_ == Pool::cls)
-        out = hidden.row(first);
-      else
-        out = hidden.middleRows(first, rows).colwise().sum() / float(rows);
+      out = hidden.row(first);
+      if (pool_ == Pool::cls) continue;
+      // Row by row, in order: Eigen's colwise().sum() of a block may group the
+      // additions by the size of the whole pass, which would make a text's
+      // vector depend on the texts batched with it.
+      for (Index i = 1; i < rows; ++i) out += hidden.row(first + i);
+      out /= float(rows);
     }
   });
   // Windows into texts, in window order (a fixed order of summation); a
