@@ -79,8 +79,20 @@ TEST_CASE("synth --separator: spaced forms use the extra separators, and no nega
   CHECK(seen.size() == 4);  // every extra separator was used
   CHECK(mentions("佛-跳-墙", kAll, {"-"}));
   CHECK_FALSE(mentions("佛-跳-墙", kAll));
-  o.separators = {"ab"};
-  CHECK_THROWS_AS(synthesize(base_sentences(), o), Error);
+  for (const std::string bad : {"ab", "-a", "1", "", "----"}) {
+    o.separators = {bad};
+    CHECK_THROWS_AS(synthesize(base_sentences(), o), Error);
+  }
+  // Runs of several characters: each is put whole between the characters.
+  o.separators = {"--", " . "};
+  SynthCorpus runs = synthesize(base_sentences(), o);
+  std::set<std::string> forms;
+  for (const SynthExample& ex : runs.train) {
+    CHECK(mentions(ex.text, kAll, o.separators) == (ex.label == "1"));
+    for (const std::string form : {"佛--跳--墙", "佛 . 跳 . 墙"})
+      if (ex.text.find(form) != std::string::npos) forms.insert(form);
+  }
+  CHECK(forms.size() == 2);
 }
 
 TEST_CASE("synth splits base sentences before inserting: no base sentence in two splits", "[synth]") {

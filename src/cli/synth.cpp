@@ -94,8 +94,9 @@ Runner setup_synth(CLI::App& app) {
   app.add_option("--near-miss", o->synth.near_misses, "A word that must stay negative (repeatable, or comma-separated)")
       ->delimiter(',');
   app.add_option("--separator", o->synth.separators,
-                 "Another character spaced forms may put between the phrase's characters, beside space and · "
-                 "(repeatable: --separator - --separator _)");
+                 "Another separator spaced forms may put between the phrase's characters, beside space and ·: "
+                 "one to three characters, no letter or digit (repeatable: --separator - --separator '--' "
+                 "--separator ' . ')");
   app.add_option("--dish", o->synth.dish_forms, "A longer name around the phrase, {} marks it: 一锅{} (repeatable)")
       ->delimiter(',');
   app.add_option("--corpus", o->corpora, "Unlabelled sentences, one per line (repeatable)")->required();

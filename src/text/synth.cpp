@@ -1,5 +1,7 @@
 #include "zibert/text/synth.hpp"
 
+#include <utf8proc.h>
+
 #include <algorithm>
 #include <array>
 
@@ -26,14 +28,27 @@ Text strip_separators(const Text& t, const Text& extra = {}) {
   return out;
 }
 
-// The separators given, each one code point (Error otherwise).
+// A separator: one to three characters none of which is a letter or a digit
+// (佛-跳-墙, 佛--跳--墙, 佛 . 跳 . 墙); Error otherwise.
+Text separator_text(const std::string& s) {
+  const Text t = utf8_decode(s);
+  if (t.empty() || t.size() > 3)
+    throw Error("synth: a separator must be one to three characters, not \"" + s + "\"");
+  for (char32_t c : t) {
+    const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+    if ((cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
+        (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO))
+      throw Error("synth: a separator may not hold letters or digits, as \"" + s + "\" does");
+  }
+  return t;
+}
+
+// Every character of the separators given: what mentions() strips.
 Text separator_chars(const std::vector<std::string>& separators) {
   Text out;
-  for (const std::string& s : separators) {
-    const Text t = utf8_decode(s);
-    if (t.size() != 1) throw Error("synth: a separator must be one character, not \"" + s + "\"");
-    out.push_back(t[0]);
-  }
+  for (const std::string& s : separators)
+    for (char32_t c : separator_text(s))
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   return out;
 }
 
@@ -74,6 +89,7 @@ constexpr std::array<KindInfo, 12> kKinds{{{Kind::PosStart, "pos-start", 1.0},
 class Generator {
  public:
   explicit Generator(const SynthOptions& o) : o_(o), extra_(separator_chars(o.separators)) {
+    for (const std::string& sep : o.separators) separators_.push_back(separator_text(sep));
     phrases_.push_back(utf8_decode(o.phrase));
     for (const auto& v : o.variants) phrases_.push_back(utf8_decode(v));
     for (const auto& p : phrases_)
@@ -151,15 +167,14 @@ class Generator {
       }
       case Kind::PosSpaced: {
         // Space or · (one draw, as before any extras existed), else any of them alike.
-        const char32_t sep = extra_.empty()                 ? (rng.below(2) ? U' ' : U'\u00B7')
-                             : [&] {
-                                 Text all{U'\u00B7', U' '};
-                                 all.insert(all.end(), extra_.begin(), extra_.end());
-                                 return all[rng.below(all.size())];
-                               }();
+        const Text sep = separators_.empty() ? Text{rng.below(2) ? U' ' : U'\u00B7'} : [&] {
+          std::vector<Text> all{{U'\u00B7'}, {U' '}};
+          all.insert(all.end(), separators_.begin(), separators_.end());
+          return all[rng.below(all.size())];
+        }();
         Text piece;
         for (char32_t c : phrase(rng)) {
-          if (!piece.empty()) piece.push_back(sep);
+          if (!piece.empty()) piece.insert(piece.end(), sep.begin(), sep.end());
           piece.push_back(c);
         }
         return insert_at(base, any, piece);
@@ -228,7 +243,8 @@ class Generator {
   }
 
   const SynthOptions& o_;
-  Text extra_;  // the caller's separators (o_.separators), one code point each
+  Text extra_;                   // every character of the caller's separators
+  std::vector<Text> separators_;  // the caller's separators (o_.separators)
   std::vector<Text> phrases_, near_;
   std::vector<std::pair<Text, Text>> dishes_;
 };

@@ -14,9 +14,10 @@ struct SynthOptions {
   std::vector<std::string> variants;    // other spellings that count as the phrase (佛跳牆, 佛跳墻)
   std::vector<std::string> near_misses; // words that must stay negative (狗急跳墙, 仿佛, 佛跳过墙 …)
   std::vector<std::string> dish_forms;  // templates with {} for the phrase inside longer names (一锅{})
-  // More characters pos-spaced may put between the phrase's characters, beside
-  // space and · (佛-跳-墙, 佛_跳_墙); each one code point. Negatives never form
-  // the phrase through them either.
+  // More separators pos-spaced may put between the phrase's characters, beside
+  // space and · (佛-跳-墙, 佛_跳_墙, 佛--跳--墙, 佛 . 跳 . 墙): one to three
+  // characters, no letter or digit. Negatives never form the phrase through
+  // any of their characters either.
   std::vector<std::string> separators;
   std::uint64_t seed = 1;
   double dev_fraction = 0.1, test_fraction = 0.1;
