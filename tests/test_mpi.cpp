@@ -86,6 +86,11 @@ TEST_CASE("ranks that disagree are refused, other commands too, and a killed or 
   RunResult r = run_shell(kMpirun + "-np 1 " + kZ + args + " --seed 1 : -np 1 " + kZ + args + " --seed 2");
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("rank 1's command line differs from rank 0's"));
+  // Another binary on rank 1: zibert with one byte more (it still runs).
+  REQUIRE(run_shell("cp " + kZ + " " + dir + "/other-zibert && printf x >> " + dir + "/other-zibert").status == 0);
+  r = run_shell(kMpirun + "-np 1 " + kZ + args + " : -np 1 " + dir + "/other-zibert" + args);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("rank 1's zibert binary differs from rank 0's"));
   r = run_shell(kMpirun + "-np 2 " + kZ + " info");
   CHECK(r.status != 0);
   CHECK_THAT(r.err, Catch::Contains("only train and pretrain run over MPI"));
