@@ -202,9 +202,15 @@ TEST_CASE("classify -k lists the top labels and a multi-class --threshold the la
 
 TEST_CASE("classify embed and eval show progress on a terminal (a pseudo-terminal here) and elsewhere only with "
           "--progress", "[classify]") {
+  // Enough lines to take a while (sanitized, zibert runs some twenty times slower).
+#ifdef ZIBERT_SANITIZED
+  constexpr int kLines = 4000, kTexts = 900;
+#else
+  constexpr int kLines = 40000, kTexts = 9000;
+#endif
   std::string dir = temp_dir();
   std::string text;
-  for (int i = 0; i < 40000; ++i) text += i % 3 ? "今天的午饭是番茄炒蛋，味道不错\n" : "他们点了一坛佛跳墙\n";
+  for (int i = 0; i < kLines; ++i) text += i % 3 ? "今天的午饭是番茄炒蛋，味道不错\n" : "他们点了一坛佛跳墙\n";
   write_text(dir + "/big.txt", text);
   // script(1) runs the command on a pseudo-terminal: stderr is a terminal there.
   auto on_tty = [&](const std::string& command) {
@@ -224,16 +230,17 @@ TEST_CASE("classify embed and eval show progress on a terminal (a pseudo-termina
   r = run_shell(kZ + " classify --threads 1 " + dir + "/big.txt > /dev/null");
   CHECK(r.err.empty());
   r = run_shell(kZ + " classify --threads 1 --progress " + dir + "/big.txt > /dev/null");
-  CHECK_THAT(r.err, Catch::Contains("40000 lines") && Catch::EndsWith(", done\n"));
+  CHECK_THAT(r.err, Catch::Contains(std::to_string(kLines) + " lines") && Catch::EndsWith(", done\n"));
   CHECK_THAT(r.err, !Catch::Contains("\r"));
   // eval counts texts: done of total.
   write_text(dir + "/big.tsv", "text\tlabel\n" + std::string([&] {
                std::string rows;
-               for (int i = 0; i < 9000; ++i) rows += i % 2 ? "他们点了一坛佛跳墙\t1\n" : "今天的午饭是番茄炒蛋\t0\n";
+               for (int i = 0; i < kTexts; ++i) rows += i % 2 ? "他们点了一坛佛跳墙\t1\n" : "今天的午饭是番茄炒蛋\t0\n";
                return rows;
              }()));
   r = run_shell(kZ + " eval --threads 1 --progress --data " + dir + "/big.tsv > /dev/null");
-  CHECK_THAT(r.err, Catch::Contains("9000 of 9000 texts (100 %)") && Catch::EndsWith(", done\n"));
+  CHECK_THAT(r.err, Catch::Contains(std::to_string(kTexts) + " of " + std::to_string(kTexts) + " texts (100 %)") &&
+                        Catch::EndsWith(", done\n"));
   r = run_shell(kZ + " eval --threads 1 --data " + dir + "/big.tsv > /dev/null");
   CHECK(r.err.empty());
 }

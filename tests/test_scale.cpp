@@ -67,7 +67,11 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
     if (command.find("jsonl") == std::string::npos) CHECK(fan.out == one.out);  // JSONL lines restart per block
   }
   SECTION("embed: the same vectors, byte for byte, TSV, f32 and JSONL (a text's vector does not depend on its block)") {
+#ifdef ZIBERT_SANITIZED
+    for (const std::string format : {"tsv"}) {  // the arithmetic is the same in every format
+#else
     for (const std::string format : {"tsv", "f32", "jsonl"}) {
+#endif
       INFO(format);
       const std::string command = " embed --threads 1 --format " + format + " < " + dir + "/in.txt";
       RunResult one = run_shell(kZ + command);
