@@ -86,6 +86,11 @@ TEST_CASE("pretrain is deterministic, and an interrupted run resumes to the same
   REQUIRE(run_zibert(pretrain_cmd(dir, "d.safetensors", " --interrupt-at-step 3")).status == 130);
   r = run_zibert("train -q --resume " + dir + "/d.safetensors.ckpt");
   CHECK(r.status == 2);
+  // A text that changed since the checkpoint is refused, naming it.
+  write_text(dir + "/text.txt", read_text(dir + "/text.txt") + "多了一行\n");
+  r = run_zibert("pretrain -q --resume " + dir + "/d.safetensors.ckpt");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains(dir + "/text.txt: changed since the checkpoint was written"));
 }
 
 TEST_CASE("pretrain: bad text and unwritable outputs are errors before any work", "[pretrain]") {

@@ -17,6 +17,7 @@ namespace {
 
 struct PretrainCli {
   std::vector<std::string> texts;
+  std::vector<std::string> text_fingerprints;  // a resumed run's, from its checkpoint
   std::string dev, out, init, resume, checkpoint, vocab_from;
   TrainOptions train;
   double holdout = 0.05;
@@ -58,12 +59,10 @@ Vocab vocab_from(const std::string& path) {
   return Vocab(std::move(chars));
 }
 
-nlohmann::json run_record(const PretrainCli& c, const TrainOptions& opt) {
-  nlohmann::json texts = nlohmann::json::array(), prints = nlohmann::json::array();
-  for (const std::string& t : c.texts) {
-    texts.push_back(absolute_path(t));
-    prints.push_back(file_fingerprint(t));
-  }
+// prints: the texts' fingerprints, in c.texts' order.
+nlohmann::json run_record(const PretrainCli& c, const TrainOptions& opt, const std::vector<std::string>& prints) {
+  nlohmann::json texts = nlohmann::json::array();
+  for (const std::string& t : c.texts) texts.push_back(absolute_path(t));
   return {{"text", texts},
           {"text_fingerprints", prints},
           {"dev", absolute_path(c.dev)},
@@ -76,23 +75,21 @@ nlohmann::json run_record(const PretrainCli& c, const TrainOptions& opt) {
           {"vocab_from_fingerprint", c.vocab_from.empty() ? "" : file_fingerprint(c.vocab_from)}};
 }
 
-// A resumed run takes everything from its checkpoint; the text files must be unchanged.
+// A resumed run takes everything from its checkpoint; the text files must be
+// unchanged (run_pretrain checks them against c.text_fingerprints).
 void take_from_checkpoint(const Checkpoint& resume, const std::string& path, PretrainCli& c, TrainOptions& opt) {
   try {
     const nlohmann::json& st = resume.state();
     const nlohmann::json& run = st.at("run");
     opt = options_from_json(st.at("options"));
     c.texts = run.at("text").get<std::vector<std::string>>();
-    const auto prints = run.at("text_fingerprints").get<std::vector<std::string>>();
+    c.text_fingerprints = run.at("text_fingerprints").get<std::vector<std::string>>();
     c.dev = run.at("dev").get<std::string>();
     c.holdout = run.at("holdout").get<double>();
     c.out = run.at("out").get<std::string>();
     opt.log_path = run.at("log").get<std::string>();
     c.checkpoint = path;
     check_ranks(run, path);
-    for (std::size_t i = 0; i < c.texts.size(); ++i)
-      if (i >= prints.size() || file_fingerprint(c.texts[i]) != prints[i])
-        throw Error(c.texts[i] + ": changed since the checkpoint was written; --resume needs the same text");
     if (!c.dev.empty() && file_fingerprint(c.dev) != run.at("dev_fingerprint").get<std::string>())
       throw Error(c.dev + ": changed since the checkpoint was written; --resume needs the same text");
   } catch (const nlohmann::json::exception& e) {
@@ -118,13 +115,18 @@ int run_pretrain(const PretrainCli& o) {
   prepare_outputs(c.out, c.checkpoint, opt);
   const World& world = World::get();
   std::vector<Corpus> train;
-  for (const std::string& t : c.texts) {
-    check_same_data(t, file_fingerprint(t));
+  std::vector<std::string> prints;  // each text read once for its fingerprint (corpora can be large)
+  for (std::size_t i = 0; i < c.texts.size(); ++i) {
+    const std::string& t = c.texts[i];
+    prints.push_back(file_fingerprint(t));
+    if (resume && (i >= c.text_fingerprints.size() || prints.back() != c.text_fingerprints[i]))
+      throw Error(t + ": changed since the checkpoint was written; --resume needs the same text");
+    check_same_data(t, prints.back());
     train.push_back(read_corpus(t));
   }
   Corpus dev = !c.dev.empty() ? read_corpus(c.dev) : hold_out(train.front(), c.holdout, opt.seed);
   if (dev.lines.empty()) throw Error(train.front().name + ": too few lines to hold out a dev set (give --dev-text)");
-  opt.run = run_record(c, opt);
+  opt.run = run_record(c, opt, prints);
   std::optional<Classifier> init;
   if (!c.init.empty()) init = load_init_model(c.init);
   std::optional<Vocab> vocab;
