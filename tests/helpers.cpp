@@ -1,9 +1,13 @@
 #include "helpers.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -53,6 +57,46 @@ std::string temp_dir() {
   buf.push_back('\0');
   if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
   return buf.data();
+}
+
+namespace {
+
+// Size and modification time: what changes when a binary is rebuilt.
+std::string file_stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("cannot stat " + path);
+  return path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + "\n";
+}
+
+// An exclusive flock(2) held for the object's life.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + path);
+  }
+  ~FileLock() { ::close(fd_); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string shared_dir(const std::string& name, const std::function<void(const std::string& dir)>& make) {
+  const std::string root = ZIBERT_BUILD_DIR "/test-cache";
+  std::filesystem::create_directories(root);
+  const std::string dir = root + "/" + name;
+  const std::string stamp = file_stamp(ZIBERT_BIN) + file_stamp("/proc/self/exe");
+  FileLock lock(dir + ".lock");
+  if (read_text(dir + "/.made-by") == stamp) return dir;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  make(dir);
+  write_text(dir + "/.made-by", stamp);
+  return dir;
 }
 
 void write_text(const std::string& path, const std::string& text) {

@@ -1,5 +1,6 @@
 // Shared test helpers: a tiny classifier, temp dirs, running the CLI.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ Classifier tiny_encoder(std::uint64_t seed = 1);
 
 // A fresh empty directory under $TMPDIR, removed by the OS eventually.
 std::string temp_dir();
+
+// A directory the test processes of one build share (CTest runs every test
+// case in a process of its own): `make` fills it once, under a lock, and
+// later processes reuse it while the zibert binary and the test binary are
+// the ones that made it. For what is slow to make and only read afterwards,
+// such as a model trained through the CLI.
+std::string shared_dir(const std::string& name, const std::function<void(const std::string& dir)>& make);
 
 void write_text(const std::string& path, const std::string& text);
 std::string read_text(const std::string& path);

@@ -64,10 +64,10 @@ std::string as_jsonl(const std::vector<Row>& rs) {
   return out;
 }
 
-// One model for the whole file: trained once on the TSV form.
+// One model for the whole file, trained once on the TSV form and shared by
+// the test processes (it takes a minute under the sanitizers).
 const std::string& trained_dir() {
-  static const std::string dir = [] {
-    std::string d = temp_dir();
+  static const std::string dir = shared_dir("multi-label", [](const std::string& d) {
     write_text(d + "/train.tsv", as_tsv(rows(600, 1)));
     write_text(d + "/dev.tsv", as_tsv(rows(150, 2)));
     write_text(d + "/test.jsonl", as_jsonl(rows(200, 3)));
@@ -75,9 +75,8 @@ const std::string& trained_dir() {
                              "/ml.safetensors --epochs 40 --threads 2 --log " + d + "/log.jsonl");
     INFO(r.err);
     REQUIRE(r.status == 0);
-    CHECK_THAT(r.err, Catch::Contains("no temperature is fitted") && Catch::Contains("dev micro-F1"));
-    return d;
-  }();
+    REQUIRE_THAT(r.err, Catch::Contains("no temperature is fitted") && Catch::Contains("dev micro-F1"));
+  });
   return dir;
 }
 
@@ -86,8 +85,9 @@ const std::string& trained_dir() {
 TEST_CASE("train --multi-label learns independent labels and classify prints each text's label set", "[multi-label][cli]") {
   const std::string& d = trained_dir();
   const std::string m = " -m " + d + "/ml.safetensors ";
-  write_text(d + "/in.txt", "我们奶茶太贵了\n麻婆豆腐我们\n今天咖啡红烧肉打折\n");
-  RunResult r = run_zibert("classify" + m + d + "/in.txt");
+  const std::string in = temp_dir() + "/in.txt";
+  write_text(in, "我们奶茶太贵了\n麻婆豆腐我们\n今天咖啡红烧肉打折\n");
+  RunResult r = run_zibert("classify" + m + in);
   REQUIRE(r.status == 0);
   std::vector<std::string> out = lines_of(r.out);
   REQUIRE(out.size() == 3);
@@ -95,7 +95,7 @@ TEST_CASE("train --multi-label learns independent labels and classify prints eac
   CHECK_THAT(out[1], Catch::Matches("food\t0\\.[0-9]{4}\t麻婆豆腐我们"));
   CHECK_THAT(out[2], Catch::StartsWith("drink,food,price\t"));
   SECTION("JSONL lists the labels, every label's probability and log-odds") {
-    RunResult j = run_zibert("classify --format jsonl" + m + d + "/in.txt");
+    RunResult j = run_zibert("classify --format jsonl" + m + in);
     const nlohmann::json first = nlohmann::json::parse(lines_of(j.out)[0]);
     CHECK(first["labels"] == nlohmann::json({"drink", "price"}));
     CHECK(first["probs"].size() == 4);
@@ -106,20 +106,20 @@ TEST_CASE("train --multi-label learns independent labels and classify prints eac
     CHECK_FALSE(first.contains("label"));
   }
   SECTION("--threshold decides which labels a text gets; one below every label keeps the most probable") {
-    RunResult all = run_zibert("classify --threshold 0" + m + d + "/in.txt");
+    RunResult all = run_zibert("classify --threshold 0" + m + in);
     CHECK_THAT(lines_of(all.out)[1], Catch::StartsWith("drink,food,none,price\t"));
-    RunResult none = run_zibert("classify --threshold 1.0 --format jsonl" + m + d + "/in.txt");
+    RunResult none = run_zibert("classify --threshold 1.0 --format jsonl" + m + in);
     CHECK(nlohmann::json::parse(lines_of(none.out)[1])["labels"] == nlohmann::json({"food"}));
   }
   SECTION("-k lists the k most probable labels with their probabilities") {
-    RunResult k = run_zibert("classify -k 2 --no-text" + m + d + "/in.txt");
+    RunResult k = run_zibert("classify -k 2 --no-text" + m + in);
     CHECK_THAT(lines_of(k.out)[0], Catch::Matches("(drink|price)\t0\\.[0-9]{4}\t(drink|price)\t0\\.[0-9]{4}"));
   }
   SECTION("--filter --label matches the texts whose labels include it, -v the others, -c counts") {
-    CHECK(run_zibert("classify --filter --label price" + m + d + "/in.txt").out == "我们奶茶太贵了\n今天咖啡红烧肉打折\n");
-    CHECK(run_zibert("classify --filter -v --label price" + m + d + "/in.txt").out == "麻婆豆腐我们\n");
-    CHECK(run_zibert("classify -c --label food" + m + d + "/in.txt").out == "2\n");
-    RunResult no_label = run_zibert("classify --filter" + m + d + "/in.txt");
+    CHECK(run_zibert("classify --filter --label price" + m + in).out == "我们奶茶太贵了\n今天咖啡红烧肉打折\n");
+    CHECK(run_zibert("classify --filter -v --label price" + m + in).out == "麻婆豆腐我们\n");
+    CHECK(run_zibert("classify -c --label food" + m + in).out == "2\n");
+    RunResult no_label = run_zibert("classify --filter" + m + in);
     CHECK(no_label.status == 2);
     CHECK_THAT(no_label.err, Catch::Contains("multi-label model has no positive label") && Catch::Contains("--label"));
   }
@@ -154,8 +154,9 @@ TEST_CASE("eval on a multi-label model: per-label P/R/F1, micro and macro F1, ex
     CHECK(model.training.contains("dev_micro_f1"));
     Classifier tempered = model;  // a temperature calibrates a softmax: the reader refuses one here
     tempered.calibration = Calibration{};
-    save_model(d + "/tempered.safetensors", tempered);
-    CHECK_THROWS_WITH(load_model(d + "/tempered.safetensors"), Catch::Contains("calibrates a softmax"));
+    const std::string path = temp_dir() + "/tempered.safetensors";
+    save_model(path, tempered);
+    CHECK_THROWS_WITH(load_model(path), Catch::Contains("calibrates a softmax"));
   }
 }
 
