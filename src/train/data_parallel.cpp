@@ -59,8 +59,7 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
     reduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return loss;
   }
-  T loss = 0;
-  for (Index p = 0; p < parts; ++p) loss += weight[p] * losses[p];
+  const T loss = add_losses(T(0), 0, parts);
   if (!std::isfinite(loss)) return loss;
   AlignedVector<T>& grads = net.grads();
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(grads.size());
@@ -73,6 +72,15 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
   return loss;
 }
 
+template <class T>
+T DataParallel<T>::add_losses(T sum, Index first, Index last) const {
+  for (Index p = first; p < last; ++p) {
+    const std::size_t i = static_cast<std::size_t>(p);
+    sum = std::fma(weights_[i], losses_[i], sum);
+  }
+  return sum;
+}
+
 // The loss and the gradient summed over every rank's parts [first, last),
 // part by part in the world's order (World::chain_sum): the additions one
 // process of that many parts makes, so the result has its bits.
@@ -80,9 +88,7 @@ template <class T>
 T DataParallel<T>::reduce_over_ranks(Bert<T>& net, Index first, Index last) {
   const World& world = World::get();
   T loss = 0;
-  world.chain_sum<T>(&loss, 1, [&](T* sum) {
-    for (Index p = first; p < last; ++p) *sum += weights_[p] * losses_[p];
-  });
+  world.chain_sum<T>(&loss, 1, [&](T* sum) { *sum = add_losses(*sum, first, last); });
   if (!std::isfinite(loss)) return loss;
   AlignedVector<T>& grads = net.grads();
   std::fill(grads.begin(), grads.end(), T(0));

@@ -42,6 +42,10 @@ class DataParallel {
   template <class Part>
   T run(Bert<T>& net, Index parts, const Part& part);
   T reduce_over_ranks(Bert<T>& net, Index first, Index last);
+  // sum + Σ weight·loss over parts [first, last), one fused multiply-add per
+  // part: the same roundings in one process and along the chain of ranks,
+  // whatever the compiler contracts where (-march=native differs by CPU).
+  T add_losses(T sum, Index first, Index last) const;
 
   int parts_;
   const T* bound_ = nullptr;  // the parameters the replicas read
