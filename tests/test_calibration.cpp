@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "zibert/base/error.hpp"
+#include "zibert/base/random.hpp"
 #include "zibert/model/calibration.hpp"
 #include "zibert/model/model_file.hpp"
 #include "zibert/model/safetensors.hpp"
@@ -220,4 +222,77 @@ TEST_CASE("train --label-smoothing bounds the training targets and is recorded, 
   CHECK(smooth.training["label_smoothing"].get<double>() == 0.1);
   CHECK(smooth.net.params() != load_model(dir + "/plain.safetensors").net.params());
   CHECK(run_zibert("train --label-smoothing 0.6" + common + "/x.safetensors").status == 2);
+}
+
+namespace {
+
+// Filler text around a marker: label a texts hold 红, label b texts 蓝, the
+// outliers 绿 (neither colour the labels know).
+std::string colour_text(zibert::Rng& r, const std::string& marker) {
+  static const std::vector<std::string> filler{"今天", "我们", "觉得", "还是", "那家", "的", "花", "衣服", "很好看"};
+  std::string out = filler[r.below(filler.size())] + filler[r.below(filler.size())];
+  return out + marker + filler[r.below(filler.size())];
+}
+
+}  // namespace
+
+TEST_CASE("train --outliers: texts of no label train towards the uniform distribution, recorded, resumed exactly",
+          "[calibration][cli]") {
+  const std::string dir = temp_dir();
+  zibert::Rng r(5);
+  std::string train, outliers;
+  for (int i = 0; i < 200; ++i) train += i % 2 ? "a\t" + colour_text(r, "红") + "\n" : "b\t" + colour_text(r, "蓝") + "\n";
+  for (int i = 0; i < 100; ++i) outliers += colour_text(r, "绿") + "\n";
+  write_text(dir + "/train.tsv", train);
+  write_text(dir + "/outliers.txt", outliers);
+  write_text(dir + "/in.txt", "那家红衣服\n那家蓝衣服\n那家绿衣服\n我们还是绿的花\n");
+  const std::string common = " --data " + dir + "/train.tsv -q --epochs 15 --dim 16 --heads 2 --ffn 32 --max-len 16 "
+                             "--threads 1 --no-calibration --lr 1e-2 --out " + dir;
+  RunResult t = run_zibert("train --outliers " + dir + "/outliers.txt" + common + "/oe.safetensors");
+  INFO(t.err);
+  REQUIRE(t.status == 0);
+  const std::vector<std::string> out =
+      lines_of(run_zibert("classify --format jsonl -m " + dir + "/oe.safetensors " + dir + "/in.txt").out);
+  REQUIRE(out.size() == 4);
+  auto p_a = [&](std::size_t i) { return nlohmann::json::parse(out[i])["probs"]["a"].get<double>(); };
+  CHECK(p_a(0) > 0.95);  // the labels are learnt as before
+  CHECK(p_a(1) < 0.05);
+  CHECK(std::abs(p_a(2) - 0.5) < 0.1);  // texts like the outliers (not in the file) come out unsure
+  CHECK(std::abs(p_a(3) - 0.5) < 0.1);
+  // The same training without them: the unknown colour reads as one of the labels, and surely.
+  REQUIRE(run_zibert("train" + common + "/plain.safetensors").status == 0);
+  const std::string plain = run_zibert("classify --format jsonl -m " + dir + "/plain.safetensors " + dir + "/in.txt").out;
+  CHECK(std::abs(nlohmann::json::parse(lines_of(plain)[2])["probs"]["a"].get<double>() - 0.5) > 0.3);
+  const Classifier oe = load_model(dir + "/oe.safetensors");
+  CHECK(oe.training["outliers"] == 100);
+  CHECK(oe.training["train_examples"] == 180);  // the labelled rows less the 10 % held out
+  CHECK_THAT(run_zibert("info -m " + dir + "/oe.safetensors").out,
+             Catch::Contains("outliers    100 texts of no label (--outliers)"));
+
+  SECTION("--resume continues with the outliers, byte-identical; a changed outlier file is refused") {
+    RunResult stopped = run_zibert("train --outliers " + dir + "/outliers.txt --checkpoint " + dir + "/ck "
+                                   "--interrupt-at-step 20" + common + "/resumed.safetensors");
+    CHECK(stopped.status != 0);
+    RunResult resumed = run_zibert("train -q --resume " + dir + "/ck");
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK(read_text(dir + "/resumed.safetensors") == read_text(dir + "/oe.safetensors"));
+    REQUIRE(run_zibert("train --outliers " + dir + "/outliers.txt --checkpoint " + dir + "/ck2 "
+                       "--interrupt-at-step 20" + common + "/again.safetensors").status != 0);
+    write_text(dir + "/outliers.txt", outliers + "那家绿的花\n");
+    RunResult changed = run_zibert("train -q --resume " + dir + "/ck2");
+    CHECK(changed.status == 2);
+    CHECK_THAT(changed.err, Catch::Contains(dir + "/outliers.txt: changed since the checkpoint was written"));
+  }
+  SECTION("what --outliers cannot train is refused with exit 2, naming the file and line") {
+    write_text(dir + "/bad.txt", "那家绿衣服\n\xff\xfe\n");
+    RunResult bad = run_zibert("train --outliers " + dir + "/bad.txt" + common + "/x.safetensors");
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains(dir + "/bad.txt:2:") && Catch::Contains("UTF-8"));
+    RunResult multi = run_zibert("train --multi-label --outliers " + dir + "/outliers.txt" + common + "/x.safetensors");
+    CHECK(multi.status == 2);
+    CHECK_THAT(multi.err, Catch::Contains("--outliers") && Catch::Contains("multi-label"));
+    CHECK(run_zibert("train --outliers " + dir + "/missing.txt" + common + "/x.safetensors").status == 2);
+    CHECK_FALSE(std::ifstream(dir + "/x.safetensors").good());
+  }
 }

@@ -290,3 +290,27 @@ TEST_CASE("label-smoothed cross-entropy: the loss by hand, its backward against 
   cross_entropy_backward<double>(p1, labels.data(), d1);
   CHECK(d0 == d1);
 }
+
+TEST_CASE("cross-entropy on rows of no label (train --outliers): the uniform target by hand, backward against finite "
+          "differences, with and without label smoothing", "[layers][gradcheck]") {
+  M logits = random_matrix(5, 3, 31, -2, 2);
+  std::vector<std::int32_t> labels{0, kNoLabel, 1, kNoLabel, 2};
+  M probs(5, 3);
+  for (const double eps : {0.0, 0.1}) {
+    INFO("label smoothing " << eps);
+    auto loss = [&] { return cross_entropy_forward<double>(logits, labels.data(), probs, eps); };
+    const double l = loss();
+    double expect = 0;  // −Σ_c q_c ln p_c: q uniform on the rows of no label, (1 − ε)·onehot + ε/K on the others
+    for (Index b = 0; b < 5; ++b)
+      for (Index c = 0; c < 3; ++c) {
+        const double q = labels[b] == kNoLabel ? 1.0 / 3 : (c == labels[b] ? 1 - eps : 0.0) + eps / 3;
+        expect -= q * std::log(probs(b, c));
+      }
+    CHECK(l == Approx(expect / 5).epsilon(1e-13));
+    M d(5, 3);
+    cross_entropy_backward<double>(probs, labels.data(), d, eps);
+    auto num = numeric_gradient(logits.data(), static_cast<std::size_t>(logits.size()), loss);
+    CHECK(relative_error(d.data(), num.data(), num.size()) <= kTol);
+    for (Index b : {1, 3}) CHECK(std::abs(d.row(b).sum()) < 1e-15);  // p − 1/K sums to zero
+  }
+}

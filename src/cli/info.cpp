@@ -74,6 +74,9 @@ int run_info(const InfoCli& o) {
   if (t.contains("train_examples")) {
     std::printf("trained on  %s: %lld examples, dev %s: %lld examples\n", t.value("data", "?").c_str(),
                 t.value("train_examples", 0LL), t.value("dev", "?").c_str(), t.value("dev_examples", 0LL));
+    if (t.contains("outliers"))
+      std::printf("outliers    %lld texts of no label (--outliers), trained towards the uniform distribution\n",
+                  t.value("outliers", 0LL));
     std::printf("training    %lld epochs, batch %lld, lr %g, seed %llu, %lld threads; best epoch %lld\n",
                 t.value("epochs", 0LL), t.value("batch", 0LL), t.value("lr", 0.0), t.value("seed", 0ULL),
                 t.value("threads", 0LL), t.value("best_epoch", 0LL));

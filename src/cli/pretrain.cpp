@@ -114,16 +114,8 @@ int run_pretrain(const PretrainCli& o) {
   // Fail before any work when a result could not be written.
   prepare_outputs(c.out, c.checkpoint, opt);
   const World& world = World::get();
-  std::vector<Corpus> train;
   std::vector<std::string> prints;  // each text read once for its fingerprint (corpora can be large)
-  for (std::size_t i = 0; i < c.texts.size(); ++i) {
-    const std::string& t = c.texts[i];
-    prints.push_back(file_fingerprint(t));
-    if (resume && (i >= c.text_fingerprints.size() || prints.back() != c.text_fingerprints[i]))
-      throw Error(t + ": changed since the checkpoint was written; --resume needs the same text");
-    check_same_data(t, prints.back());
-    train.push_back(read_corpus(t));
-  }
+  std::vector<Corpus> train = read_text_files(c.texts, resume ? &c.text_fingerprints : nullptr, prints);
   Corpus dev = !c.dev.empty() ? read_corpus(c.dev) : hold_out(train.front(), c.holdout, opt.seed);
   if (dev.lines.empty()) throw Error(train.front().name + ": too few lines to hold out a dev set (give --dev-text)");
   opt.run = run_record(c, opt, prints);

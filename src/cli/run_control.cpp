@@ -156,6 +156,19 @@ void check_same_data(const std::string& what, const std::string& fingerprint) {
                   all[static_cast<std::size_t>(r)] + " and " + all[0] + "); every rank must read the same data");
 }
 
+std::vector<Corpus> read_text_files(const std::vector<std::string>& paths, const std::vector<std::string>* resumed,
+                                    std::vector<std::string>& prints) {
+  std::vector<Corpus> out;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    prints.push_back(file_fingerprint(paths[i]));
+    if (resumed && (i >= resumed->size() || prints.back() != (*resumed)[i]))
+      throw Error(paths[i] + ": changed since the checkpoint was written; --resume needs the same text");
+    check_same_data(paths[i], prints.back());
+    out.push_back(read_corpus(paths[i]));
+  }
+  return out;
+}
+
 void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt) {
   opt.checkpoint_path = checkpoint.empty() ? out + ".ckpt" : checkpoint;
   if (opt.checkpoint_path == out || opt.checkpoint_path == opt.log_path)

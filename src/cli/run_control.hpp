@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "zibert/base/progress.hpp"
+#include "zibert/text/corpus.hpp"
 #include "zibert/train/checkpoint.hpp"
 #include "zibert/train/trainer_hooks.hpp"
 
@@ -48,6 +49,12 @@ void check_ranks_agree(int argc, char** argv);
 // On --resume: an Error unless the checkpoint's run (its "ranks") had as many ranks as now.
 void check_ranks(const nlohmann::json& run, const std::string& path);
 void check_same_data(const std::string& what, const std::string& fingerprint);
+// Raw-text files (pretrain --text, train --outliers), each read once for its
+// fingerprint (appended to prints) and once as a corpus. A resumed run passes
+// its checkpoint's fingerprints: a file that changed since is an error, and
+// every rank must read the same bytes.
+std::vector<Corpus> read_text_files(const std::vector<std::string>& paths, const std::vector<std::string>* resumed,
+                                    std::vector<std::string>& prints);
 
 void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt);
 

@@ -25,6 +25,8 @@ struct TrainCli {
   std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
   double pretrain_lr = 1e-3;
   std::vector<std::string> pretrain_texts;
+  std::vector<std::string> outliers;              // --outliers: texts of no label
+  std::vector<std::string> outlier_fingerprints;  // a resumed run's, from its checkpoint
   bool lr_given = false;  // --lr on the command line (else fine-tuning an encoder takes kFineTuneLr)
 };
 
@@ -63,6 +65,9 @@ void take_from_checkpoint(const Checkpoint& resume, const std::string& path, Tra
     opt.log_path = run.at("log").get<std::string>();
     c.checkpoint = path;
     c.data_fingerprint = run.at("data_fingerprint").get<std::string>();  // stdin's is checked once it is read
+    c.no_calibration = run.value("no_calibration", false);
+    c.outliers = run.value("outliers", std::vector<std::string>{});  // checked when they are read
+    c.outlier_fingerprints = run.value("outlier_fingerprints", std::vector<std::string>{});
     check_ranks(run, path);
     if (c.data != "-" && file_fingerprint(c.data) != c.data_fingerprint)
       throw Error(c.data + ": changed since the checkpoint was written; --resume needs the same data");
@@ -74,10 +79,16 @@ void take_from_checkpoint(const Checkpoint& resume, const std::string& path, Tra
 }
 
 // The run's own record, kept in checkpoints: absolute paths (--resume may
-// run from another directory) and the data's fingerprints.
-nlohmann::json run_record(const TrainCli& c, const TrainOptions& opt) {
+// run from another directory) and the data's fingerprints (the outlier
+// files' in outlier_prints).
+nlohmann::json run_record(const TrainCli& c, const TrainOptions& opt, const std::vector<std::string>& outlier_prints) {
   const auto absolute = absolute_path;
+  nlohmann::json outliers = nlohmann::json::array();
+  for (const std::string& path : c.outliers) outliers.push_back(absolute(path));
   return {{"data", c.data == "-" ? c.data : absolute(c.data)},
+          {"no_calibration", c.no_calibration},
+          {"outliers", outliers},
+          {"outlier_fingerprints", outlier_prints},
           {"dev", absolute(c.dev)},
           {"holdout", c.holdout},
           {"out", absolute(c.out)},
@@ -134,7 +145,14 @@ int run_train(const TrainCli& o) {
     dev = read_dataset(c.dev, multi_label);
   else
     split_holdout(train, dev, c.holdout, opt.seed);
-  opt.run = run_record(c, opt);
+  // Outliers join the training rows only (after the hold-out split: the dev set keeps labels).
+  if (!c.outliers.empty() && multi_label)
+    throw Error("--outliers trains a softmax towards the uniform distribution; a multi-label model's sigmoids have "
+                "no such target (a text of no label is an empty label list in its data)");
+  std::vector<std::string> outlier_prints;
+  for (const Corpus& corpus : read_text_files(c.outliers, resume ? &c.outlier_fingerprints : nullptr, outlier_prints))
+    add_outliers(train, corpus);
+  opt.run = run_record(c, opt, outlier_prints);
   const bool from_encoder = c.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
   if (from_encoder && !o.lr_given) opt.adam.lr = kFineTuneLr;
   Progress progress(o.quiet || !world.leader());  // over MPI, rank 0 reports
@@ -155,10 +173,10 @@ int run_train(const TrainCli& o) {
     return report_interrupted(stop, "train");
   }
   trained->calibration.reset();
-  if (multi_label && !o.no_calibration) {
+  if (multi_label && !c.no_calibration) {
     progress.message("multi-label: no temperature is fitted (it calibrates a softmax); the sigmoids' probabilities "
                      "are the model's");
-  } else if (!o.no_calibration) {
+  } else if (!c.no_calibration) {
     trained->calibration = calibrate(*trained, dev);
     const Calibration& cal = *trained->calibration;
     char line[256];
@@ -220,6 +238,11 @@ Runner setup_train(CLI::App& app) {
                  "Label smoothing ε: train towards (1 − ε) on the label and ε/K on every label, not 1 on the label "
                  "(bounds the logits; single-label models)")
       ->check(CLI::Range(0.0, 0.5))->capture_default_str();
+  app.add_option("--outliers", o->outliers,
+                 "Texts that belong to none of the labels, one per line (repeat): trained towards the uniform "
+                 "distribution over the labels, so that inputs like them get unsure probabilities (outlier "
+                 "exposure; single-label models)")
+      ->check(CLI::ExistingFile);
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
   app.add_option("--windows", o->train.windows, "How a long text's windows combine, recorded in the model: max of "
                                                 "P(positive) (mention detectors), mean (default), first")

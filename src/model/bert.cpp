@@ -280,7 +280,7 @@ T Bert<T>::head_forward(const Batch& batch, bool cls_only, const DropoutRng* rng
     return T(0);
   }
   for (std::int32_t label : batch.labels)
-    if (label < 0 || label >= config_.labels) throw Error("label id out of range");
+    if ((label < 0 && label != kNoLabel) || label >= config_.labels) throw Error("label id out of range");
   return cross_entropy_forward<T>(logits, batch.labels.data(), probs, batch.label_smoothing);
 }
 

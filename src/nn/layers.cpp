@@ -145,7 +145,9 @@ T cross_entropy_forward(const CRef<T>& logits, const std::int32_t* labels, Ref<T
     T m = logits.row(b).maxCoeff();
     T lse = m + std::log((logits.row(b).array() - m).exp().sum());
     // −Σ q log p = lse − Σ q z, with Σ q = 1.
-    if (smoothing == 0)
+    if (labels[b] == kNoLabel)
+      loss += lse - logits.row(b).sum() / T(logits.cols());
+    else if (smoothing == 0)
       loss += lse - logits(b, labels[b]);
     else
       loss += lse - (T(1) - eps) * logits(b, labels[b]) - uniform * logits.row(b).sum();
@@ -155,15 +157,16 @@ T cross_entropy_forward(const CRef<T>& logits, const std::int32_t* labels, Ref<T
 
 template <class T>
 void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits, double smoothing) {
-  const T inv_b = T(1) / T(probs.rows());
-  if (smoothing == 0) {
+  const T inv_b = T(1) / T(probs.rows()), eps = T(smoothing), uniform = eps / T(probs.cols());
+  if (smoothing == 0)
     dlogits = probs * inv_b;
-    for (Index b = 0; b < probs.rows(); ++b) dlogits(b, labels[b]) -= inv_b;
-    return;
-  }
-  const T eps = T(smoothing), uniform = eps / T(probs.cols());
-  dlogits = (probs.array() - uniform).matrix() * inv_b;
-  for (Index b = 0; b < probs.rows(); ++b) dlogits(b, labels[b]) -= (T(1) - eps) * inv_b;
+  else
+    dlogits = (probs.array() - uniform).matrix() * inv_b;
+  for (Index b = 0; b < probs.rows(); ++b)
+    if (labels[b] == kNoLabel)
+      dlogits.row(b) = (probs.row(b).array() - T(1) / T(probs.cols())).matrix() * inv_b;
+    else
+      dlogits(b, labels[b]) -= (smoothing == 0 ? T(1) : T(1) - eps) * inv_b;
 }
 
 template <class T>

@@ -38,6 +38,16 @@ Corpus texts_of(const Dataset& data) {
   return c;
 }
 
+void add_outliers(Dataset& data, const Corpus& corpus) {
+  for (std::size_t i = 0; i < corpus.lines.size(); ++i) {
+    Example ex;
+    ex.text = corpus.lines[i];
+    ex.line = corpus.line_numbers[i];
+    ex.outlier = true;
+    data.rows.push_back(std::move(ex));
+  }
+}
+
 Corpus hold_out(Corpus& corpus, double fraction, std::uint64_t seed) {
   const std::vector<std::uint8_t> is_dev = holdout_mask(corpus.lines.size(), fraction, seed);
   Corpus dev, kept;

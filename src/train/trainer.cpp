@@ -8,6 +8,7 @@
 
 #include "zibert/infer/predictor.hpp"
 #include "zibert/model/batch.hpp"
+#include "zibert/nn/layers.hpp"
 #include "zibert/train/metrics.hpp"
 #include "zibert/train/multi_label_metrics.hpp"
 
@@ -35,7 +36,9 @@ std::vector<std::string> training_labels(const Dataset& train, const Classifier*
   if (base) return base->labels;
   std::set<std::string> seen;
   for (const Example& ex : train.rows)
-    if (train.multi_label)
+    if (ex.outlier)
+      continue;
+    else if (train.multi_label)
       seen.insert(ex.labels.begin(), ex.labels.end());
     else
       seen.insert(ex.label);
@@ -120,8 +123,10 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   return model;
 }
 
-// Row i's label id; a label the model does not have is an error naming the row.
+// Row i's label id (kNoLabel for an outlier); a label the model does not
+// have is an error naming the row.
 std::int32_t label_of(const Dataset& data, std::size_t i, const Classifier& model) {
+  if (data.rows[i].outlier) return kNoLabel;
   const std::int32_t label = model.label_id(data.rows[i].label);
   if (label < 0)
     throw error_at(data.name, data.rows[i].line, "label \"" + data.rows[i].label + "\" is not among the training labels");
@@ -130,6 +135,9 @@ std::int32_t label_of(const Dataset& data, std::size_t i, const Classifier& mode
 
 // Row i's labels as (K) 0/1 (a multi-label row), with label_of's check.
 std::vector<std::uint8_t> targets_of(const Dataset& data, std::size_t i, const Classifier& model) {
+  if (data.rows[i].outlier)
+    throw Error("--outliers trains a softmax towards the uniform distribution; a multi-label model's sigmoids have "
+                "no such target (a text of no label is an empty label list in its data)");
   std::vector<std::uint8_t> out(model.labels.size(), 0);
   for (const std::string& name : data.rows[i].labels) {
     const std::int32_t label = model.label_id(name);
@@ -318,7 +326,8 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   Classifier model = prepare_model(train, train_texts, opt, base, added);
   SequenceSet tr = encode_all(train, train_texts, model);
   DevSet dv = encode_dev(dev, dev_texts, model);
-  const std::size_t train_examples = tr.seqs.size(), dev_examples = dv.ids.size();
+  const std::size_t outliers = static_cast<std::size_t>(std::count(tr.labels.begin(), tr.labels.end(), kNoLabel));
+  const std::size_t train_examples = tr.seqs.size() - outliers, dev_examples = dv.ids.size();
   // Characters the vocabulary lacks (an encoder's, when fine-tuning) become [UNK]: info reports how many.
   std::int64_t characters = 0, unknown = 0;
   for (const auto& seq : tr.seqs)
@@ -329,6 +338,9 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   progress.message((resume ? "resuming training on " : "training on ") + std::to_string(train_examples) +
                    " examples (" + format_name(train.format) + "), dev " + std::to_string(dev_examples) + ", " +
                    std::to_string(opt.threads) + " threads");
+  if (outliers > 0)
+    progress.message("--outliers: " + std::to_string(outliers) +
+                     " texts of no label, trained towards the uniform distribution over the labels");
   if (added > 0)
     progress.message("--extend-vocab: " + std::to_string(added) + " characters new to " +
                      (init ? "the starting model" : "the model") + " got rows of their own");
@@ -359,6 +371,7 @@ Classifier train_classifier(const Dataset& train, const Dataset& dev, const Trai
   model.training["train_unknown_characters"] = unknown;
   if (opt.extend_vocab) model.training["vocab_added"] = added;
   if (opt.label_smoothing != 0) model.training["label_smoothing"] = opt.label_smoothing;
+  if (outliers > 0) model.training["outliers"] = outliers;
   if (!loop.state().pretraining.is_null()) model.training["pretraining"] = loop.state().pretraining;
   return model;
 }

@@ -56,10 +56,15 @@ template <class T>
 void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row = 0,
                   std::uint64_t row_step = 1);
 
+// A row that belongs to none of the labels (train --outliers: outlier
+// exposure, Hendrycks et al. 2019): its target is the uniform q = 1/K.
+inline constexpr std::int32_t kNoLabel = -1;
+
 // Mean softmax cross-entropy over rows; writes probs and returns the loss.
 // smoothing ε (label smoothing, Szegedy et al. 2016) takes the targets as
 // q = (1 − ε)·onehot + ε/K instead of the one-hot label; ε = 0 is plain
-// cross-entropy, computed as it always was.
+// cross-entropy, computed as it always was. A row labelled kNoLabel has the
+// uniform target whatever ε.
 template <class T>
 T cross_entropy_forward(const CRef<T>& logits /*(B,K)*/, const std::int32_t* labels, Ref<T> probs /*(B,K)*/,
                         double smoothing = 0);

@@ -24,6 +24,10 @@ Corpus read_corpus(const std::string& path);
 // The texts of a labelled set, without their labels (train --pretrain-epochs).
 Corpus texts_of(const Dataset& data);
 
+// Appends corpus's texts to a labelled set as outliers (train --outliers):
+// rows of no label, with the corpus's line numbers.
+void add_outliers(Dataset& data, const Corpus& corpus);
+
 // Moves a seeded fraction of corpus's lines (at least one when it has two or
 // more) into a dev corpus named "NAME (held out)"; the rest keep their order.
 Corpus hold_out(Corpus& corpus, double fraction, std::uint64_t seed);

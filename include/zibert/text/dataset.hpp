@@ -14,6 +14,7 @@ struct Example {
   std::string label;                // a single-label row's label ("" in multi-label data)
   std::vector<std::string> labels;  // multi-label data: the row's labels, in order, none twice (may be none)
   std::string category;  // "" when the data has no category column
+  bool outlier = false;  // a text of train --outliers: belongs to no label (label and labels empty)
   std::int64_t line = 0;  // 1-based line in the source file
 };
 
