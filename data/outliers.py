@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Outlier texts for the 佛跳墙 detector (train --outliers: outlier exposure,
+Hendrycks et al., ICLR 2019), and their matched mentions.
+
+An outlier is a base sentence with the phrase spaced by a separator the
+detector is not taught: a punctuation mark or symbol (「, ?, ※, ¥, →, …), a
+doubled separator (__, //, ——), a spaced one (" / ", " | "), or two mixed
+(-_). Trained towards the uniform distribution, such texts teach the detector
+that a spacing it does not know leaves it unsure, rather than sure either way.
+Each outlier comes with a matched mention: the same sentence, place and
+script with one of synth's seventeen separators, so that what tells the two
+apart is the separator alone (not the sentence, its length or the place).
+
+Held out, never used here, are the forms README's Calibration table
+measures (data/unseen-forms.tsv): ^ $ % ` \\ 、 ， (NFKC: ,) -- == ++ ^^ and
+" . ", " ~ ", " * ", " ^ ", and 仏. A separator is kept only if NFKC leaves it
+one character that is neither a letter, a digit, a space, one of synth's
+separators nor a held-out one.
+
+Writes OUTDIR/outliers.txt (one text per line) and OUTDIR/matched.tsv
+(label<TAB>text<TAB>category, label 1).
+
+usage: outliers.py OUTDIR [--count 3000] [--seed 7]
+"""
+import argparse
+import os
+import random
+import unicodedata
+
+# synth's separators in data/build-fotiaoqiang (with the space and ·).
+KNOWN = list(" ·-—_/|・\u3000~*+.@=#&")
+HELD_OUT_CHARS = set("^$%`\\、，,仏")
+HELD_OUT = HELD_OUT_CHARS | {"--", "==", "++", "^^", " . ", " ~ ", " * ", " ^ "}
+SINGLE = ("!\"'():;<>?[]{}" "。《》「」『』【】〔〕•‧°±×÷→←↑↓★☆○●□■△▲◆◇※§¶©®€£¥¢‰♪♥✓≈≠≤≥∞√¤¦¬‖‘’“”〈〉")
+MULTI = ["__", "//", "||", "..", "**", "~~", "##", "&&", "@@", "——", "··", " - ", " _ ", " / ", " | ", " + ", " @ ",
+         " # ", "-_", "/.", "!!", "??", "::", ";;"]
+FORMS = ["佛{0}跳{0}墙", "佛{0}跳{0}牆", "佛{0}跳{0}墻"]
+SHORT = ["{}", "一锅{}", "一坛{}", "{}年菜", "招牌{}", "正宗{}", "我想吃{}", "今天吃{}"]
+
+
+def separators():
+    kept = set()
+    for c in SINGLE:
+        n = unicodedata.normalize("NFKC", c)
+        if len(n) == 1 and not n.isalnum() and not n.isspace() and n not in KNOWN and n not in HELD_OUT_CHARS:
+            kept.add(n)
+    for s in MULTI:
+        assert s not in HELD_OUT and s not in KNOWN
+    return sorted(kept) + MULTI
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("outdir")
+    ap.add_argument("--count", type=int, default=3000)
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    seps = separators()
+    base = {}
+    for script in ("simplified", "traditional"):
+        with open(os.path.join(a.outdir, script + ".txt"), encoding="utf-8") as f:
+            base[script] = [line.strip() for line in f if line.strip()]
+    with open(os.path.join(a.outdir, "outliers.txt"), "w", encoding="utf-8") as out, \
+         open(os.path.join(a.outdir, "matched.tsv"), "w", encoding="utf-8") as matched:
+        for _ in range(a.count):
+            script = rng.choice(("simplified", "traditional"))
+            form = rng.choice(FORMS)
+            sep, known = rng.choice(seps), rng.choice(KNOWN)
+            if rng.random() < 0.3:  # short, on its own or in a dish's name
+                template = rng.choice(SHORT)
+                before, after, kind = template[:template.index("{}")], template[template.index("{}") + 2:], "short"
+            else:
+                s = rng.choice(base[script])
+                k = rng.randrange(len(s) + 1)
+                before, after, kind = s[:k], s[k:], script
+            out.write(before + form.format(sep) + after + "\n")
+            matched.write(f"1\t{before}{form.format(known)}{after}\tpos-matched/{kind}\n")
+    print(f"outliers.py: {a.count} outliers and matched mentions, {len(seps)} separators", flush=True)
+
+
+if __name__ == "__main__":
+    main()
