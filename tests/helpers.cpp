@@ -1,5 +1,7 @@
 #include "helpers.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -118,6 +120,15 @@ std::vector<std::string> lines_of(const std::string& text) {
   std::string line;
   while (std::getline(in, line)) out.push_back(line);
   return out;
+}
+
+void interrupt_and_resume(const std::string& train_args, const std::string& checkpoint, int step) {
+  RunResult stopped = run_zibert("train " + train_args + " --checkpoint " + checkpoint + " --interrupt-at-step " +
+                                 std::to_string(step));
+  CHECK(stopped.status != 0);
+  RunResult resumed = run_zibert("train -q --resume " + checkpoint);
+  INFO(resumed.err);
+  REQUIRE(resumed.status == 0);
 }
 
 RunResult run_shell(const std::string& command) {

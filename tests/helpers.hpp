@@ -41,4 +41,9 @@ RunResult run_zibert(const std::string& args);
 // Runs any shell command.
 RunResult run_shell(const std::string& command);
 
+// Runs `zibert train ARGS --checkpoint CHECKPOINT --interrupt-at-step STEP`
+// (ARGS include --out), which must stop, then `zibert train --resume
+// CHECKPOINT`, which must succeed (Catch checks both).
+void interrupt_and_resume(const std::string& train_args, const std::string& checkpoint, int step);
+
 }  // namespace zibert::test
