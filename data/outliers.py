@@ -18,9 +18,14 @@ one character that is neither a letter, a digit, a space, one of synth's
 separators nor a held-out one.
 
 Writes OUTDIR/outliers.txt (one text per line) and OUTDIR/matched.tsv
-(label<TAB>text<TAB>category, label 1).
+(label<TAB>text<TAB>category, label 1). --phrase (repeatable: the phrase and
+its variants; default 佛跳墙, 佛跳牆, 佛跳墻) and --known (the separators synth
+was given, as one string; default the seventeen above) make them for another
+detector (scripts/detect-train).
 
-usage: outliers.py OUTDIR [--count 3000] [--seed 7]
+The base sentences are BASE/{simplified,traditional}.txt (--base; default OUTDIR).
+
+usage: outliers.py OUTDIR [--count 3000] [--seed 7] [--phrase P ...] [--known SEPS] [--base DIR]
 """
 import argparse
 import os
@@ -34,19 +39,17 @@ HELD_OUT = HELD_OUT_CHARS | {"--", "==", "++", "^^", " . ", " ~ ", " * ", " ^ "}
 SINGLE = ("!\"'():;<>?[]{}" "。《》「」『』【】〔〕•‧°±×÷→←↑↓★☆○●□■△▲◆◇※§¶©®€£¥¢‰♪♥✓≈≠≤≥∞√¤¦¬‖‘’“”〈〉")
 MULTI = ["__", "//", "||", "..", "**", "~~", "##", "&&", "@@", "——", "··", " - ", " _ ", " / ", " | ", " + ", " @ ",
          " # ", "-_", "/.", "!!", "??", "::", ";;"]
-FORMS = ["佛{0}跳{0}墙", "佛{0}跳{0}牆", "佛{0}跳{0}墻"]
+PHRASES = ["佛跳墙", "佛跳牆", "佛跳墻"]
 SHORT = ["{}", "一锅{}", "一坛{}", "{}年菜", "招牌{}", "正宗{}", "我想吃{}", "今天吃{}"]
 
 
-def separators():
+def separators(known):
     kept = set()
     for c in SINGLE:
         n = unicodedata.normalize("NFKC", c)
-        if len(n) == 1 and not n.isalnum() and not n.isspace() and n not in KNOWN and n not in HELD_OUT_CHARS:
+        if len(n) == 1 and not n.isalnum() and not n.isspace() and n not in known and n not in HELD_OUT_CHARS:
             kept.add(n)
-    for s in MULTI:
-        assert s not in HELD_OUT and s not in KNOWN
-    return sorted(kept) + MULTI
+    return sorted(kept) + [s for s in MULTI if s not in known and s not in HELD_OUT]
 
 
 def main():
@@ -54,19 +57,24 @@ def main():
     ap.add_argument("outdir")
     ap.add_argument("--count", type=int, default=3000)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--phrase", action="append", help="the phrase or a variant (repeat)")
+    ap.add_argument("--known", help="the separators the detector is taught, as one string")
+    ap.add_argument("--base", help="the folder of the base sentences (default: OUTDIR)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
-    seps = separators()
+    known = list(a.known) if a.known is not None else KNOWN
+    phrases = a.phrase or PHRASES
+    seps = separators(known)
     base = {}
     for script in ("simplified", "traditional"):
-        with open(os.path.join(a.outdir, script + ".txt"), encoding="utf-8") as f:
+        with open(os.path.join(a.base or a.outdir, script + ".txt"), encoding="utf-8") as f:
             base[script] = [line.strip() for line in f if line.strip()]
     with open(os.path.join(a.outdir, "outliers.txt"), "w", encoding="utf-8") as out, \
          open(os.path.join(a.outdir, "matched.tsv"), "w", encoding="utf-8") as matched:
         for _ in range(a.count):
             script = rng.choice(("simplified", "traditional"))
-            form = rng.choice(FORMS)
-            sep, known = rng.choice(seps), rng.choice(KNOWN)
+            phrase = rng.choice(phrases)
+            sep, taught = rng.choice(seps), rng.choice(known)
             if rng.random() < 0.3:  # short, on its own or in a dish's name
                 template = rng.choice(SHORT)
                 before, after, kind = template[:template.index("{}")], template[template.index("{}") + 2:], "short"
@@ -74,8 +82,8 @@ def main():
                 s = rng.choice(base[script])
                 k = rng.randrange(len(s) + 1)
                 before, after, kind = s[:k], s[k:], script
-            out.write(before + form.format(sep) + after + "\n")
-            matched.write(f"1\t{before}{form.format(known)}{after}\tpos-matched/{kind}\n")
+            out.write(before + sep.join(phrase) + after + "\n")
+            matched.write(f"1\t{before}{taught.join(phrase)}{after}\tpos-matched/{kind}\n")
     print(f"outliers.py: {a.count} outliers and matched mentions, {len(seps)} separators", flush=True)
 
 
