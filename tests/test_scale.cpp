@@ -7,13 +7,33 @@
 
 #include "helpers.hpp"
 #include "zibert/base/random.hpp"
+#include "zibert/model/model_file.hpp"
 
 using namespace zibert;
 using namespace zibert::test;
 
 namespace {
 
-const std::string kZ = std::string("env -u ZIBERT_MODEL ") + ZIBERT_BIN;
+// zibert with a model of its own: random weights, 32 wide (a text's embed vector
+// must not depend on its block: Eigen's column sums differed from 32 columns on),
+// the shipped detector's window; the fan-out guarantees do not depend on what a
+// model learnt, and the 128-wide detector would make these tests four times slower.
+std::string fan_out_model() {
+  VocabBuilder builder;
+  builder.add(normalize("今天的午饭是番茄炒蛋他们点了一坛佛跳墙狗急跳墙佛跳牆年菜味道不错，下次再来萬佛牆。", Normalization{}));
+  Vocab vocab = builder.build(1);
+  const ModelConfig cfg = model_shape(vocab.size(), 128, 32, 2, 64, 2, 2, 0.0);
+  Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg),
+                   Windows::max, std::nullopt, std::nullopt};
+  model.net.init_weights(3);
+  const std::string path = temp_dir() + "/fan-out.safetensors";
+  save_model(path, model);
+  return path;
+}
+const std::string& kz() {
+  static const std::string command = "env ZIBERT_MODEL=" + fan_out_model() + " " + ZIBERT_BIN;
+  return command;
+}
 
 // The sanitizer build runs zibert some twenty times slower:
 // a twenty-fifth of the lines, in blocks of 32 kB (still three blocks).
@@ -61,8 +81,8 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
   SECTION("classify: TSV byte for byte, JSONL one record per line") {
     for (const std::string& command : {std::string(" classify --threads 1"), std::string(" classify --threads 1 --format jsonl --no-text")}) {
       INFO(command);
-      RunResult one = run_shell(kZ + command + " < " + dir + "/in.txt");
-      RunResult fan = run_shell("parallel --pipe -k --block " + kBlock + " " + kZ + command + " < " + dir + "/in.txt");
+      RunResult one = run_shell(kz() + command + " < " + dir + "/in.txt");
+      RunResult fan = run_shell("parallel --pipe -k --block " + kBlock + " " + kz() + command + " < " + dir + "/in.txt");
       REQUIRE(one.status == 0);
       REQUIRE(fan.status == 0);
       CHECK(lines_of(one.out).size() == std::size_t(kLines));
@@ -77,8 +97,8 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
 #endif
       INFO(format);
       const std::string command = " embed --threads 1 --format " + format + " < " + dir + "/in.txt";
-      RunResult one = run_shell(kZ + command);
-      RunResult fan = run_shell("parallel --pipe -k --block " + kBlock + " " + kZ + command);
+      RunResult one = run_shell(kz() + command);
+      RunResult fan = run_shell("parallel --pipe -k --block " + kBlock + " " + kz() + command);
       REQUIRE(one.status == 0);
       REQUIRE(fan.status == 0);
       if (format != "jsonl") {
@@ -95,9 +115,9 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
     }
   }
   SECTION("JSONL: --line-offset continues the line numbers across blocks of known size") {
-    RunResult one = run_shell(kZ + " classify --format jsonl --threads 1 < " + dir + "/in.txt");
+    RunResult one = run_shell(kz() + " classify --format jsonl --threads 1 < " + dir + "/in.txt");
     const std::string n = std::to_string(kBlockLines);
-    RunResult fan = run_shell("parallel --pipe -k -N " + n + " '" + kZ +
+    RunResult fan = run_shell("parallel --pipe -k -N " + n + " '" + kz() +
                               " classify --format jsonl --threads 1 --line-offset $(( ({#} - 1) * " + n + " ))' < " + dir +
                               "/in.txt");
     REQUIRE(fan.status == 0);
@@ -105,14 +125,14 @@ TEST_CASE("parallel --pipe -k of classify and embed gives one process's output b
     const std::vector<std::string> rows = lines_of(fan.out);
     REQUIRE(rows.size() == std::size_t(kLines));
     CHECK(nlohmann::json::parse(rows.back())["line"] == kLines);
-    RunResult numbered = run_shell("parallel --pipe -k -N " + n + " '" + kZ +
+    RunResult numbered = run_shell("parallel --pipe -k -N " + n + " '" + kz() +
                                    " classify -n --threads 1 --line-offset $(( ({#} - 1) * " + n + " ))' < " + dir +
                                    "/in.txt");
-    CHECK(numbered.out == run_shell(kZ + " classify -n --threads 1 < " + dir + "/in.txt").out);
+    CHECK(numbered.out == run_shell(kz() + " classify -n --threads 1 < " + dir + "/in.txt").out);
   }
   SECTION("errors name the line of the whole input") {
     write_text(dir + "/bad.txt", "一\n二\n\xFF\n");
-    RunResult bad = run_shell(kZ + " classify --line-offset 4000 " + dir + "/bad.txt");
+    RunResult bad = run_shell(kz() + " classify --line-offset 4000 " + dir + "/bad.txt");
     CHECK(bad.status == 2);
     CHECK_THAT(bad.err, Catch::Contains(dir + "/bad.txt:4003:1: invalid UTF-8"));
   }
@@ -122,7 +142,7 @@ TEST_CASE("writers sharing one pipe never tear a record: each write is whole rec
   const std::string dir = temp_dir();
   for (int f = 0; f < 4; ++f) write_text(dir + "/in" + std::to_string(f) + ".txt", mixed_lines(kPerFile, 11 + f));
   // Four classify processes at once into the same pipe, JSONL with the text: records of 100-400 bytes.
-  RunResult r = run_shell("ls " + dir + "/in*.txt | xargs -P 4 -n 1 " + kZ + " classify --format jsonl --threads 1 | cat");
+  RunResult r = run_shell("ls " + dir + "/in*.txt | xargs -P 4 -n 1 " + kz() + " classify --format jsonl --threads 1 | cat");
   REQUIRE(r.status == 0);
   const std::vector<std::string> rows = lines_of(r.out);
   CHECK(rows.size() == std::size_t(4 * kPerFile));
