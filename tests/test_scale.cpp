@@ -19,13 +19,9 @@ namespace {
 // the shipped detector's window; the fan-out guarantees do not depend on what a
 // model learnt, and the 128-wide detector would make these tests four times slower.
 std::string fan_out_model() {
-  VocabBuilder builder;
-  builder.add(normalize("今天的午饭是番茄炒蛋他们点了一坛佛跳墙狗急跳墙佛跳牆年菜味道不错，下次再来萬佛牆。", Normalization{}));
-  Vocab vocab = builder.build(1);
-  const ModelConfig cfg = model_shape(vocab.size(), 128, 32, 2, 64, 2, 2, 0.0);
-  Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg),
-                   Windows::max, std::nullopt, std::nullopt};
-  model.net.init_weights(3);
+  Classifier model =
+      random_classifier("今天的午饭是番茄炒蛋他们点了一坛佛跳墙狗急跳墙佛跳牆年菜味道不错，下次再来萬佛牆。", 128, 32, 2, 64, 3);
+  model.windows = Windows::max;
   const std::string path = temp_dir() + "/fan-out.safetensors";
   save_model(path, model);
   return path;
