@@ -2,6 +2,8 @@
 // transposition, the edges of its tiles and blocks, bias and accumulation.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "gradcheck.hpp"
 #include "zibert/nn/gemm.hpp"
 
@@ -74,11 +76,43 @@ TEST_CASE("gemm gives bit-identical rows whatever the threads or the rows around
   gemm(a, false, b, false, one, false, nullptr, 1);
   gemm(a, false, b, false, two, false, nullptr, 2);
   CHECK(one == two);
-  // Eigen's product (the fallback without AVX-512) blocks by the matrix's size,
+  // Eigen's product (the fallback without AVX-512 or AVX2) blocks by the matrix's size,
   // so there only the thread count is irrelevant (it runs on one).
   if (!gemm_is_native()) return;
   gemm(a.middleRows(301, 123), false, b, false, part, false, nullptr, 1);
   CHECK(part == one.middleRows(301, 123));
+}
+
+TEST_CASE("gemm's kernel sums each element in one order, the same bits on AVX-512 and AVX2", "[gemm]") {
+  // Element (i, j): blocks of 256 deep; in each, 0 + a0 b0 + a1 b1 + … by fused
+  // multiply-adds, then added to what is there (the bias, C when accumulating
+  // or after the first block). A scalar sum in that order is the reference:
+  // both instruction sets' kernels must equal it bit for bit.
+  if (!gemm_is_native()) return;
+  std::uint64_t seed = 500;
+  for (Index m : {1, 5, 6, 7, 14, 97, 99})
+    for (Index n : {1, 7, 8, 9, 16, 17, 33})
+      for (Index k : {3, 256, 300})
+        for (int variant = 0; variant < 8; ++variant) {
+          const bool tb = variant & 1, acc = variant & 2, ta = variant & 4;
+          const MF a = ta ? random_float(k, m, seed++) : random_float(m, k, seed++);
+          const MF b = tb ? random_float(n, k, seed++) : random_float(k, n, seed++);
+          MF c = random_float(m, n, seed++), want = c;
+          const Eigen::RowVectorXf bias = random_float(1, n, seed++);
+          for (Index i = 0; i < m; ++i)
+            for (Index j = 0; j < n; ++j) {
+              for (Index p0 = 0; p0 < k; p0 += 256) {
+                float sum = 0;
+                for (Index p = p0; p < std::min<Index>(k, p0 + 256); ++p)
+                  sum = std::fma(ta ? a(p, i) : a(i, p), tb ? b(j, p) : b(p, j), sum);
+                want(i, j) = (acc || p0 > 0) ? want(i, j) + sum : bias(j) + sum;
+              }
+            }
+          gemm(a, ta, b, tb, c, acc, acc ? nullptr : bias.data());
+          INFO(m << " x " << n << " x " << k << (ta ? ", A transposed" : "") << (tb ? ", B transposed" : "")
+                 << (acc ? ", accumulating" : ""));
+          REQUIRE(c == want);
+        }
 }
 
 TEST_CASE("matmul in double is Eigen's product with bias and accumulation", "[gemm]") {

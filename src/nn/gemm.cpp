@@ -4,7 +4,8 @@
 
 #include <algorithm>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#define ZIBERT_NATIVE_GEMM 1
 #include <immintrin.h>
 #endif
 
@@ -12,12 +13,57 @@ namespace zibert {
 
 namespace {
 
-#if defined(__AVX512F__)
+#if defined(ZIBERT_NATIVE_GEMM)
 
-constexpr Index kMr = 14;   // rows of a tile: broadcasts from packed A
-constexpr Index kNr = 32;   // columns of a tile: two 16-float vectors of packed B
-constexpr Index kKc = 256;  // depth of a block: a packed B panel (kKc x kNr) fits L1
-constexpr Index kMc = 98;   // rows of a packed A block (kMc x kKc) that stays in L2
+// The vector operations the kernel needs, for AVX-512 (16 floats) or AVX2 with
+// FMA (8 floats). Masks select a vector's first n lanes; masked-off lanes are
+// neither read nor written.
+#if defined(__AVX512F__)
+struct Simd {
+  using V = __m512;
+  using Mask = __mmask16;
+  using Packet = Eigen::internal::Packet16f;
+  static constexpr Index kW = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static Mask first(Index n) { return static_cast<Mask>(n >= kW ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
+  static V load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
+  static void store(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
+};
+constexpr Index kMr = 14;  // rows of a tile: 14 x 2 accumulators of the 32 registers
+constexpr Index kMc = 98;  // rows of a packed A block (kMc x kKc) that stays in L2: 7 tiles
+#else
+struct Simd {
+  using V = __m256;
+  using Mask = __m256i;
+  using Packet = Eigen::internal::Packet8f;
+  static constexpr Index kW = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(float x) { return _mm256_set1_ps(x); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static Mask first(Index n) {
+    const int lanes = static_cast<int>(std::clamp<Index>(n, 0, kW));
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+  static V load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
+  static void store(float* p, V v, Mask m) { _mm256_maskstore_ps(p, m, v); }
+};
+constexpr Index kMr = 6;  // rows of a tile: 6 x 2 accumulators of the 16 registers
+constexpr Index kMc = 96;  // rows of a packed A block (kMc x kKc) that stays in L2: 16 tiles
+#endif
+
+constexpr Index kW = Simd::kW;
+constexpr int kVecsWide = 2;           // vectors of packed B per tile
+constexpr Index kNr = kVecsWide * kW;  // columns of a tile
+constexpr Index kKc = 256;             // depth of a block: a packed B panel (kKc x kNr) fits L1
+static_assert(kMr <= kW, "pack_a moves a tile's rows as one vector");
 
 // Packs rows [0, mc) x depth [0, kc) of A (already offset) into tiles of kMr
 // rows, zero past mc, in the layout that is a plain copy of the source: a
@@ -30,9 +76,8 @@ void pack_a(const GemmOperand& a, Index mc, Index kc, float* out) {
     const Index rows = std::min(kMr, mc - i0);
     float* dst = out + i0 * kKc;
     if (a.transposed) {
-      const __mmask16 mask = static_cast<__mmask16>((1u << rows) - 1), tile = (1u << kMr) - 1;
-      for (Index p = 0; p < kc; ++p)
-        _mm512_mask_storeu_ps(dst + p * kMr, tile, _mm512_maskz_loadu_ps(mask, a.data + p * a.ld + i0));
+      const Simd::Mask mask = Simd::first(rows), tile = Simd::first(kMr);
+      for (Index p = 0; p < kc; ++p) Simd::store(dst + p * kMr, Simd::load(a.data + p * a.ld + i0, mask), tile);
     } else {
       for (Index r = 0; r < rows; ++r) std::copy_n(a.data + (i0 + r) * a.ld, kc, dst + r * kKc);
       for (Index r = rows; r < kMr; ++r) std::fill_n(dst + r * kKc, kc, 0.0f);
@@ -47,32 +92,29 @@ void pack_b(const GemmOperand& b, Index kc, Index n, float* out) {
     const Index cols = std::min(kNr, n - j0);
     float* dst = out + j0 * kc;
     if (b.transposed) {
-      // Column j of the panel is row j0 + j of the source: 16 x 16 blocks are
+      // Column j of the panel is row j0 + j of the source: kW x kW blocks are
       // loaded as rows and transposed in registers (Eigen's ptranspose).
-      for (Index half = 0; half < 2; ++half)
-        for (Index p0 = 0; p0 < kc; p0 += 16) {
-          const Index depth = std::min<Index>(16, kc - p0);
-          const __mmask16 mask = static_cast<__mmask16>(depth >= 16 ? 0xFFFF : (1u << depth) - 1);
+      for (Index part = 0; part < kVecsWide; ++part)
+        for (Index p0 = 0; p0 < kc; p0 += kW) {
+          const Index depth = std::min<Index>(kW, kc - p0);
+          const Simd::Mask mask = Simd::first(depth);
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wignored-attributes"  // __m512 as a template argument
-          Eigen::internal::PacketBlock<Eigen::internal::Packet16f, 16> block;
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // a vector type as a template argument
+          Eigen::internal::PacketBlock<Simd::Packet, kW> block;
 #pragma GCC diagnostic pop
-          for (Index j = 0; j < 16; ++j) {
-            const Index col = 16 * half + j;
-            block.packet[j] = col < cols ? _mm512_maskz_loadu_ps(mask, b.data + (j0 + col) * b.ld + p0)
-                                         : _mm512_setzero_ps();
+          for (Index j = 0; j < kW; ++j) {
+            const Index col = kW * part + j;
+            block.packet[j] = col < cols ? Simd::load(b.data + (j0 + col) * b.ld + p0, mask) : Simd::zero();
           }
           Eigen::internal::ptranspose(block);
-          for (Index q = 0; q < depth; ++q) _mm512_storeu_ps(dst + (p0 + q) * kNr + 16 * half, block.packet[q]);
+          for (Index q = 0; q < depth; ++q) Simd::store(dst + (p0 + q) * kNr + kW * part, block.packet[q]);
         }
     } else {
-      const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xFFFF : (1u << cols) - 1);
-      const __mmask16 m1 = static_cast<__mmask16>(cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : (1u << (cols - 16)) - 1);
-      for (Index p = 0; p < kc; ++p) {
-        const float* src = b.data + p * b.ld + j0;
-        _mm512_storeu_ps(dst + p * kNr, _mm512_maskz_loadu_ps(m0, src));
-        _mm512_storeu_ps(dst + p * kNr + 16, _mm512_maskz_loadu_ps(m1, src + 16));
-      }
+      Simd::Mask mask[kVecsWide];
+      for (int v = 0; v < kVecsWide; ++v) mask[v] = Simd::first(cols - kW * v);
+      for (Index p = 0; p < kc; ++p)
+        for (int v = 0; v < kVecsWide; ++v)
+          Simd::store(dst + p * kNr + kW * v, Simd::load(b.data + p * b.ld + j0 + kW * v, mask[v]));
     }
   }
 }
@@ -81,43 +123,43 @@ void pack_b(const GemmOperand& b, Index kc, Index n, float* out) {
 // r of base is at base + r * base_ld (base == c to accumulate, a bias row with
 // base_ld == 0, or nullptr for none). Element (r, p) of the A tile (packed, or
 // a row-major A read in place) is at pa[r * kRowStep + p * kDepthStep]; kVecs
-// 16-float vectors of the panel are used (1 for a last panel of <= 16 columns).
+// vectors of the panel are used (1 for a last panel of <= kW columns). Every
+// element is 0 + a0 b0 + a1 b1 + … by fused multiply-adds, p ascending, then
+// base added: the same bits whatever the tile's shape, so for AVX-512 and
+// AVX2 alike.
 template <Index kRowStep, Index kDepthStep, int kVecs>
 void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, float* c, Index ldc, Index rows,
             Index cols, const float* base, Index base_ld) {
-  __m512 acc[kMr][kVecs];
+  Simd::V acc[kMr][kVecs];
 #pragma GCC unroll 32
   for (int r = 0; r < kMr; ++r)
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = Simd::zero();
   for (Index p = 0; p < kc; ++p) {
     // The destination rows are usually out of L1 (C is written once per
     // depth block): fetch them while the products run, one row per depth
     // step, so that the fetches do not all wait for line-fill buffers at once.
     if (p < rows)
-      for (int v = 0; v < kVecs; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + p * ldc + 16 * v), _MM_HINT_T0);
-    __m512 bv[kVecs];
+      for (int v = 0; v < kVecs; ++v) _mm_prefetch(reinterpret_cast<const char*>(c + p * ldc + kW * v), _MM_HINT_T0);
+    Simd::V bv[kVecs];
 #pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(pb + p * kNr + 16 * v);
+    for (int v = 0; v < kVecs; ++v) bv[v] = Simd::load(pb + p * kNr + kW * v);
 #pragma GCC unroll 16
     for (int r = 0; r < kMr; ++r) {
-      const __m512 av = _mm512_set1_ps(pa[r * kRowStep + p * kDepthStep]);
+      const Simd::V av = Simd::set1(pa[r * kRowStep + p * kDepthStep]);
 #pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = Simd::fma(av, bv[v], acc[r][v]);
     }
   }
-  __mmask16 mask[kVecs];
-  for (int v = 0; v < kVecs; ++v) {
-    const Index left = cols - 16 * v;
-    mask[v] = static_cast<__mmask16>(left >= 16 ? 0xFFFF : left <= 0 ? 0 : (1u << left) - 1);
-  }
+  Simd::Mask mask[kVecs];
+  for (int v = 0; v < kVecs; ++v) mask[v] = Simd::first(cols - kW * v);
 #pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     if (r >= rows) break;
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) {
-      __m512 out = acc[r][v];
-      if (base) out = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], base + r * base_ld + 16 * v), out);
-      _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mask[v], out);
+      Simd::V out = acc[r][v];
+      if (base) out = Simd::add(Simd::load(base + r * base_ld + kW * v, mask[v]), out);
+      Simd::store(c + r * ldc + kW * v, out, mask[v]);
     }
   }
 }
@@ -138,11 +180,11 @@ GemmOperand offset(const GemmOperand& x, Index i, Index j) {
 
 using KernelFn = void (*)(Index, const float*, const float*, float*, Index, Index, Index, const float*, Index);
 struct Kernels {
-  KernelFn wide = nullptr, narrow = nullptr;  // for panels of > 16 and <= 16 columns
+  KernelFn wide = nullptr, narrow = nullptr;  // for panels of > kW and <= kW columns
 };
 template <Index kRowStep, Index kDepthStep>
 constexpr Kernels kernels() {
-  return {kernel<kRowStep, kDepthStep, 2>, kernel<kRowStep, kDepthStep, 1>};
+  return {kernel<kRowStep, kDepthStep, kVecsWide>, kernel<kRowStep, kDepthStep, 1>};
 }
 
 // Kernels that read a row-major A in place, for the row strides the model's
@@ -186,7 +228,7 @@ void gemm_rows(Index m, Index n, Index kc, const GemmOperand& a, const float* pb
         const bool direct = ir < unpacked;
         const Kernels& k = direct ? in_place : packed;
         const float* tile = direct ? block.data + ir * a.ld : buf.data() + (ir - unpacked) * kKc;
-        (cols > 16 ? k.wide : k.narrow)(kc, tile, panel, dst, ldc, std::min(kMr, mc - ir), cols, base,
+        (cols > kW ? k.wide : k.narrow)(kc, tile, panel, dst, ldc, std::min(kMr, mc - ir), cols, base,
                                         add ? ldc : 0);
       }
     }
@@ -219,12 +261,12 @@ void native_gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float*
   }
 }
 
-#endif  // __AVX512F__
+#endif  // ZIBERT_NATIVE_GEMM
 
 }  // namespace
 
 Index gemm_in_place_ld(Index cols) {
-#if defined(__AVX512F__)
+#if defined(ZIBERT_NATIVE_GEMM)
   for (Index ld : kInPlaceLd)
     if (ld >= cols) return ld;
 #endif
@@ -232,7 +274,7 @@ Index gemm_in_place_ld(Index cols) {
 }
 
 bool gemm_is_native() {
-#if defined(__AVX512F__)
+#if defined(ZIBERT_NATIVE_GEMM)
   return true;
 #else
   return false;
@@ -248,7 +290,7 @@ void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Ind
         for (Index j = 0; j < n; ++j) c[i * ldc + j] = bias ? bias[j] : 0.0f;
     return;
   }
-#if defined(__AVX512F__)
+#if defined(ZIBERT_NATIVE_GEMM)
   native_gemm(m, n, k, a, b, c, ldc, accumulate, accumulate ? nullptr : bias, threads);
 #else
   (void)threads;

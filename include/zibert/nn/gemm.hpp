@@ -1,12 +1,15 @@
 // Single-precision matrix products for the model's products (the Linear layers
 // and attention products). On CPUs with AVX-512 a packed, cache-blocked
 // kernel of 14 x 32 tiles keeps 28 of the 32 vector registers accumulating,
-// where Eigen 3.4's float kernel (48 x 4 tiles) keeps 12; elsewhere it falls
+// where Eigen 3.4's float kernel (48 x 4 tiles) keeps 12; with AVX2 and FMA the
+// same kernel runs 6 x 16 tiles in 12 of the 16 registers; elsewhere it falls
 // back to Eigen.
 //
-// With the AVX-512 kernel every element of C is summed in the same order (k
-// ascending, in blocks of 256) whatever the thread count or which rows of A
-// come along, so splitting a product by rows gives bit-identical rows.
+// With the kernel every element of C is summed in the same order (k
+// ascending, in blocks of 256) whatever the thread count, which rows of A come
+// along or which of the two instruction sets runs it, so splitting a product
+// by rows gives bit-identical rows, and a product allocates nothing once its
+// packing buffers have grown.
 #pragma once
 #include <omp.h>
 
@@ -36,7 +39,8 @@ void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Ind
 // matrices whose stride is free to choose.
 Index gemm_in_place_ld(Index cols);
 
-// True when gemm uses its own AVX-512 kernel rather than Eigen's product.
+// True when gemm uses its own kernel (AVX-512, or AVX2 with FMA) rather than
+// Eigen's product.
 bool gemm_is_native();
 
 // Eigen-typed convenience: c (=|+=) a · b, with a and b optionally transposed.
@@ -45,7 +49,7 @@ void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<floa
 
 // c (=|+=) op(a) · op(b), op transposing when asked, or c = bias + op(a) · op(b)
 // with a bias row (n values), by Eigen's product: the double path, and the
-// float one where AVX-512 is missing.
+// float one where both AVX-512 and AVX2 are missing.
 template <class T>
 void eigen_matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
                   const T* bias = nullptr) {
