@@ -71,14 +71,15 @@ void LayerNorm<T>::backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T
   gamma.grad_row() += (dy.array() * xhat.array()).colwise().sum().matrix();
   beta.grad_row() += dy.colwise().sum();
   const RowMap<T> g = gamma.row();
-  // One row of dxhat per thread, each starting on a 64-byte boundary (a
-  // width of 16 elements), where a temporary per row would start: the
-  // sums below then run in the same order, without allocating in the step.
+  // One row of dxhat per thread, each starting on Eigen's largest alignment
+  // (64 bytes with AVX-512, 32 with AVX2: the buffer's, and the width is a
+  // multiple of 16 elements), where a temporary per row would start: the sums
+  // below then run in the same order, without allocating in the step.
   const Index width = (c + 15) / 16 * 16;
   MatMap<T> rows = scratch.view(omp_get_max_threads(), width);  // (threads, C rounded up)
 #pragma omp parallel for schedule(static) if (n * c > 16384)
   for (Index i = 0; i < n; ++i) {
-    Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>, Eigen::Aligned64> dxhat(&rows(omp_get_thread_num(), 0), c);
+    Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>, Eigen::AlignedMax> dxhat(&rows(omp_get_thread_num(), 0), c);
     dxhat = dy.row(i).array() * g.array();
     T mean_d = dxhat.sum() / T(c);
     T mean_dx = (dxhat * xhat.row(i).array()).sum() / T(c);
