@@ -88,7 +88,7 @@ constexpr std::array<KindInfo, 12> kKinds{{{Kind::PosStart, "pos-start", 1.0},
 
 class Generator {
  public:
-  explicit Generator(const SynthOptions& o) : o_(o), extra_(separator_chars(o.separators)) {
+  explicit Generator(const SynthOptions& o) : extra_(separator_chars(o.separators)) {
     for (const std::string& sep : o.separators) separators_.push_back(separator_text(sep));
     phrases_.push_back(utf8_decode(o.phrase));
     for (const auto& v : o.variants) phrases_.push_back(utf8_decode(v));
@@ -242,9 +242,8 @@ class Generator {
     return base;
   }
 
-  const SynthOptions& o_;
   Text extra_;                   // every character of the caller's separators
-  std::vector<Text> separators_;  // the caller's separators (o_.separators)
+  std::vector<Text> separators_;  // the caller's separators (SynthOptions::separators)
   std::vector<Text> phrases_, near_;
   std::vector<std::pair<Text, Text>> dishes_;
 };
