@@ -52,22 +52,13 @@ void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<floa
 // float one where both AVX-512 and AVX2 are missing.
 template <class T>
 void eigen_matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
-                  const T* bias = nullptr) {
-  if (bias && !accumulate) {
-    c.rowwise() = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, c.cols());
-    accumulate = true;
-  }
-  auto assign = [&](const auto& product) {
-    if (accumulate)
-      c.noalias() += product;
-    else
-      c.noalias() = product;
-  };
-  if (ta && tb) assign(a.transpose() * b.transpose());
-  else if (ta) assign(a.transpose() * b);
-  else if (tb) assign(a * b.transpose());
-  else assign(a * b);
-}
+                  const T* bias = nullptr);
+// Defined once, in gemm.cpp: each of Eigen's eight products instantiated in
+// every file that multiplies doubles cost seconds of compile time a file.
+extern template void eigen_matmul<float>(const CRef<float>&, bool, const CRef<float>&, bool, Ref<float>, bool,
+                                         const float*);
+extern template void eigen_matmul<double>(const CRef<double>&, bool, const CRef<double>&, bool, Ref<double>, bool,
+                                          const double*);
 
 // The same, by gemm for float (split over the OpenMP threads when called
 // outside a parallel region) and by Eigen for double.
