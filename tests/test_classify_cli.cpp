@@ -270,7 +270,7 @@ TEST_CASE("document mode treats a 1 MB file as one text and reports the deciding
   std::string dir = temp_dir();
   std::string lines;
 #ifdef ZIBERT_SANITIZED
-  const std::size_t size = 100000;  // the sanitizers make a megabyte take minutes; 100 kB checks the same code
+  const std::size_t size = 30000;  // the sanitizers make a megabyte take minutes; 30 kB checks the same code
 #else
   const std::size_t size = 1000000;
 #endif
