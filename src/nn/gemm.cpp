@@ -35,7 +35,6 @@ template void eigen_matmul<float>(const CRef<float>&, bool, const CRef<float>&, 
 template void eigen_matmul<double>(const CRef<double>&, bool, const CRef<double>&, bool, Ref<double>, bool,
                                    const double*);
 
-
 namespace {
 
 #if defined(ZIBERT_NATIVE_GEMM)
