@@ -84,13 +84,19 @@ TEST_CASE("zibert bench takes texts from a file and rejects bad options", "[benc
   }
 }
 
-TEST_CASE("bench counts a masked-LM pass: every row, the head on the chosen rows", "[bench][mlm]") {
+TEST_CASE("bench counts a masked-LM pass: the last layer and the head on the chosen rows", "[bench][mlm]") {
   ModelConfig c = model_shape(100, 128, 4, 2, 8, 2, 0, 0.1);
   c.task = Task::mlm;
-  // every row of both layers (as above), and for 3 chosen rows the transform 2·4·4 and the decoder 2·4·100
+  // every row of the first layer (as above); of the last, keys and values
+  // 5·2·2·16 and for 3 chosen rows the query 2·16, attention 4·5·4, output
+  // 2·16 and FFN 4·4·8; then the transform 2·4·4 and the decoder 2·4·100
   const double layer = 5 * 256 + 4 * 25 * 4;
-  CHECK(mlm_forward_flops(c, 5, 3) == Approx(2 * layer + 3 * (2 * 16 + 2 * 4 * 100)));
-  CHECK(mlm_forward_flops(c, 5, 0) == Approx(2 * layer));
+  const double last = 5 * 64 + 3 * (32 + 80 + 32 + 128);
+  CHECK(mlm_forward_flops(c, 5, 3) == Approx(layer + last + 3 * (2 * 16 + 2 * 4 * 100)));
+  CHECK(mlm_forward_flops(c, 5, 0) == Approx(2 * layer));  // nothing chosen: every row
+  c.tie_qk = true;  // tied: every row of every layer (Q/V only: 2 projections)
+  const double tied_layer = 5 * (2 * 16 * 3 + 4 * 4 * 8) + 4 * 25 * 4;
+  CHECK(mlm_forward_flops(c, 5, 3) == Approx(2 * tied_layer + 3 * (2 * 16 + 2 * 4 * 100)));
 }
 
 TEST_CASE("zibert bench --mlm reports pretraining throughput", "[bench][cli][mlm]") {

@@ -162,6 +162,47 @@ TEST_CASE("attention backward matches finite differences and padded keys get no 
   CHECK(relative_error(dx.data(), num_x.data(), num_x.size()) <= kTol);
 }
 
+TEST_CASE("attention on listed query rows gives those rows of the full one, its backward finite differences",
+          "[layers][gradcheck]") {
+  // Sequence 0 has three query rows, sequence 1 none, sequence 2 two and
+  // two [PAD] keys: a last layer under the masked-LM loss.
+  const Index batch = 3, seq = 5, c = 6, heads = 2, n = batch * seq;
+  const std::vector<std::int32_t> rows{1, 3, 4, 11, 12};
+  const auto m = static_cast<Index>(rows.size());
+  M x = random_matrix(n, c, 13), r = random_matrix(m, c, 14);
+  std::vector<double> w(4 * c * c + 4 * c), g(w.size(), 0.0);
+  fill_uniform(w.data(), w.size(), 15, -0.6, 0.6);
+  SelfAttention<double> attn = attention_over(w, c, heads);
+  attn.qkv.weight.grad = g.data();
+  attn.qkv.bias.grad = g.data() + 3 * c * c;
+  attn.output.weight.grad = g.data() + 3 * c * c + 3 * c;
+  attn.output.bias.grad = g.data() + 4 * c * c + 3 * c;
+  const std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  AttentionCache<double> cache;
+  M full(n, c);
+  attn.forward(x, batch, seq, valid.data(), cache, full);
+  auto loss = [&] {
+    M y(m, c);
+    attn.forward_rows(x, seq, rows, valid.data(), cache, y);
+    return weighted_sum(y, r);
+  };
+  M y(m, c);
+  attn.forward_rows(x, seq, rows, valid.data(), cache, y);
+  for (Index i = 0; i < m; ++i) CHECK((y.row(i) - full.row(rows[i])).cwiseAbs().maxCoeff() < 1e-12);
+  M dx(n, c);
+  attn.backward_rows(x, r, seq, rows, cache, dx);
+  auto num_w = numeric_gradient(w.data(), w.size(), loss);
+  CHECK(relative_error(g.data(), num_w.data(), w.size()) <= kTol);
+  auto num_x = numeric_gradient(x.data(), static_cast<std::size_t>(x.size()), loss);
+  CHECK(relative_error(dx.data(), num_x.data(), num_x.size()) <= kTol);
+  CHECK(dx.middleRows(seq, seq).isZero(0.0));  // sequence 1 has no query: its rows get no gradient
+  SECTION("query rows must be ascending") {
+    const std::vector<std::int32_t> unordered{3, 1};
+    M y2(2, c);
+    CHECK_THROWS_WITH(attn.forward_rows(x, seq, unordered, valid.data(), cache, y2), Catch::Contains("ascending"));
+  }
+}
+
 TEST_CASE("float attention weights do not depend on which softmax batch a query row falls in", "[layers]") {
   // The float softmax takes a head's query rows four at a time and the rest
   // one by one. Rows 0 and 6 of a 7-token sequence have equal inputs, so
@@ -209,12 +250,15 @@ TEST_CASE("inference's attention paths equal the plain ones up to rounding", "[l
     const SelfAttention<T> attn = attention_over(w, c, heads);
     AttentionCache<T> cache;
     MatR<T> y(path == kept || path == not_kept ? n : batch, c);
-    if (path == cls)
-      attn.forward_cls(x.cast<T>(), batch, seq, valid.data(), cache, y);
-    else if (path == cls_folded)
+    if (path == cls) {
+      std::vector<std::int32_t> rows;
+      for (Index b = 0; b < batch; ++b) rows.push_back(static_cast<std::int32_t>(b * seq));
+      attn.forward_rows(x.cast<T>(), seq, rows, valid.data(), cache, y);
+    } else if (path == cls_folded) {
       attn.forward_cls_folded(x.cast<T>(), batch, seq, valid.data(), cache, y);
-    else
+    } else {
       attn.forward(x.cast<T>(), batch, seq, valid.data(), cache, y, path == kept);
+    }
     return y;
   };
   SECTION("attention without kept weights (predict) normalises after the product") {

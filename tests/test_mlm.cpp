@@ -101,6 +101,29 @@ TEST_CASE("the head runs on the chosen positions only", "[mlm]") {
   for (Index m = 0; m < 3; ++m) CHECK(probs.row(m).sum() == Approx(1.0).epsilon(1e-12));
 }
 
+TEST_CASE("the masked-LM last layer on the chosen rows gives the loss and gradients of the full one", "[mlm]") {
+  Bert<double> net(mlm_config(0.2));
+  fill_uniform(net.params().data(), net.params().size(), 35, -0.5, 0.5);
+  // A third sequence without a chosen position: its keys and values get no gradient from the last layer.
+  MaskedBatch batch = tiny_masked();
+  batch.batch.size = 3;
+  for (std::int32_t id : std::vector<std::int32_t>{kCls, 11, 5, kSep, kPadId, kPadId}) batch.batch.ids.push_back(id);
+  DropoutRng rng{7, 3, 0.2};
+  auto run = [&](LastRows last, AlignedVector<double>& grads) {
+    ModelCache<double> cache;
+    net.zero_grad();
+    const double loss = net.forward_mlm(batch, cache, &rng, last);
+    CHECK(cache.rows_only == (last == LastRows::needed));
+    net.backward_mlm(batch, cache);
+    grads = net.grads();
+    return loss;
+  };
+  AlignedVector<double> g_rows, g_all;
+  const double l_rows = run(LastRows::needed, g_rows), l_all = run(LastRows::all, g_all);
+  CHECK(l_rows == Approx(l_all).epsilon(1e-13));
+  CHECK(relative_error(g_rows.data(), g_all.data(), g_rows.size()) < 1e-12);
+}
+
 TEST_CASE("a masked batch split over threads gives the loss and gradients of the whole batch", "[mlm][parallel]") {
   int parts = GENERATE(2, 3);
   ModelConfig cfg = mlm_config(0.2);

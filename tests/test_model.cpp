@@ -43,7 +43,7 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   fill_uniform(net.params().data(), net.params().size(), 21, -0.5, 0.5);
   Batch batch = tiny_batch();
   ModelCache<double> cache;
-  const LastRows last = all_rows ? LastRows::all : LastRows::cls;
+  const LastRows last = all_rows ? LastRows::all : LastRows::needed;
   DropoutRng rng{5, 9, dropout};
   auto loss = [&] { return net.forward(batch, cache, &rng, last); };
   net.zero_grad();
@@ -121,7 +121,7 @@ TEST_CASE("the [CLS]-only last layer gives the loss and gradients of the full on
   auto run = [&](bool all_rows, AlignedVector<double>& grads) {
     ModelCache<double> cache;
     net.zero_grad();
-    double loss = net.forward(batch, cache, &rng, all_rows ? LastRows::all : LastRows::cls);
+    double loss = net.forward(batch, cache, &rng, all_rows ? LastRows::all : LastRows::needed);
     net.backward(batch, cache);
     grads = net.grads();
     return loss;

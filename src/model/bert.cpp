@@ -165,28 +165,32 @@ void Embeddings<T>::backward(const Batch& batch, const CRef<T>& dy, const CRef<T
 //   a = attention(x);  h = LN1(x + dropout(a Woᵀ + bo));  y = LN2(h + dropout(GELU(h W1ᵀ + b1) W2ᵀ + b2))
 
 template <class T>
-void Bert<T>::layer_forward(Index l, const CRef<T>& x, const Batch& batch, bool cls_only, const DropoutRng* rng,
-                            ModelCache<T>& cache, Ref<T> y) const {
+void Bert<T>::layer_forward(Index l, const CRef<T>& x, const Batch& batch, const std::vector<std::int32_t>* query_rows,
+                            const DropoutRng* rng, ModelCache<T>& cache, Ref<T> y) const {
   const EncoderLayer<T>& layer = layers_[l];
   EncoderLayerCache<T>& lc = cache.layers[l];
   const Index b_size = batch.size, seq = batch.seq, c = config_.dim, f = config_.ffn;
-  const Index rows = cls_only ? b_size : b_size * seq;
+  const Index rows = query_rows ? static_cast<Index>(query_rows->size()) : b_size * seq;
   // Dropout masks are those of the same rows in the full (N, C) matrices.
   const auto first_row = static_cast<std::uint64_t>(batch.first * seq);
-  const std::uint64_t row_step = cls_only ? static_cast<std::uint64_t>(seq) : 1;
+  auto draw = [&](std::uint64_t site, MatMap<T> mask) {
+    if (query_rows)
+      dropout_mask<T>(*rng, site, mask, first_row, *query_rows);
+    else
+      dropout_mask<T>(*rng, site, mask, first_row);
+  };
   MatMap<T> a = lc.attn_out.view(rows, c);  // (rows, C)
-  if (cls_only)
-    layer.attention.forward_cls(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
+  if (query_rows)
+    layer.attention.forward_rows(x, seq, *query_rows, cache.key_valid.data(), lc.attn, a);
   else
     layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
   if (rng) {
     MatMap<T> mask = lc.drop1.view(rows, c);
-    dropout_mask<T>(*rng, 1 + 2 * l, mask, first_row, row_step);
+    draw(1 + 2 * l, mask);
     a.array() *= mask.array();
   }
-  // The residual: x's rows, or its [CLS] rows (seq rows apart).
-  using Stride = Eigen::OuterStride<>;
-  const Eigen::Map<const MatR<T>, 0, Stride> skip(x.data(), rows, c, Stride(cls_only ? seq * c : c));
+  // The residual: x, or its listed rows (forward_rows gathered them).
+  const CMatMap<T> skip(query_rows ? lc.attn.xq.data.data() : x.data(), rows, c);
   MatMap<T> res = lc.res.view(rows, c), hid = lc.hidden.view(rows, c);  // (rows, C)
   res = skip + a;
   layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
@@ -197,7 +201,7 @@ void Bert<T>::layer_forward(Index l, const CRef<T>& x, const Batch& batch, bool 
   layer.down.forward(act, out);
   if (rng) {
     MatMap<T> mask = lc.drop2.view(rows, c);
-    dropout_mask<T>(*rng, 2 + 2 * l, mask, first_row, row_step);
+    draw(2 + 2 * l, mask);
     out.array() *= mask.array();
   }
   res = hid + out;
@@ -205,11 +209,12 @@ void Bert<T>::layer_forward(Index l, const CRef<T>& x, const Batch& batch, bool 
 }
 
 template <class T>
-void Bert<T>::layer_backward(Index l, const CRef<T>& x, bool cls_only, ModelCache<T>& cache) const {
+void Bert<T>::layer_backward(Index l, const CRef<T>& x, const std::vector<std::int32_t>* query_rows,
+                             ModelCache<T>& cache) const {
   const EncoderLayer<T>& layer = layers_[l];
   EncoderLayerCache<T>& lc = cache.layers[l];
   const Index b_size = cache.batch, seq = cache.seq, n = b_size * seq, c = config_.dim, f = config_.ffn;
-  const Index rows = cls_only ? b_size : n;
+  const Index rows = query_rows ? static_cast<Index>(query_rows->size()) : n;
   const bool drop = cache.dropout_on;
   MatMap<T> dy(cache.grad_out.data.data(), rows, c);  // (rows, C)
   MatMap<T> dx = cache.grad_in.view(n, c);            // (N, C)
@@ -232,11 +237,11 @@ void Bert<T>::layer_backward(Index l, const CRef<T>& x, bool cls_only, ModelCach
                      da, cache.ln_scratch);
   dc = da;
   if (drop) dc.array() *= MatMap<T>(lc.drop1.data.data(), rows, c).array();
-  if (cls_only) {
+  if (query_rows) {
     MatMap<T> dx_attn = cache.grad_b.view(n, c);
-    layer.attention.backward_cls(x, dc, b_size, seq, lc.attn, dx_attn);
+    layer.attention.backward_rows(x, dc, seq, *query_rows, lc.attn, dx_attn);
     dx = dx_attn;
-    for (Index b = 0; b < b_size; ++b) dx.row(b * seq) += da.row(b);  // the residual into [CLS]
+    for (Index i = 0; i < rows; ++i) dx.row((*query_rows)[i]) += da.row(i);  // the residual into the listed rows
   } else {
     layer.attention.backward(x, dc, b_size, seq, lc.attn, db);
     dx = da + db;
@@ -246,11 +251,11 @@ void Bert<T>::layer_backward(Index l, const CRef<T>& x, bool cls_only, ModelCach
 // ---- the head: pooled = tanh([CLS] Wpᵀ + bp); logits = dropout(pooled) Wcᵀ + bc; loss = CE
 
 template <class T>
-T Bert<T>::head_forward(const Batch& batch, bool cls_only, const DropoutRng* rng, ModelCache<T>& cache) const {
+T Bert<T>::head_forward(const Batch& batch, const DropoutRng* rng, ModelCache<T>& cache) const {
   const Index b_size = batch.size, n = b_size * batch.seq, c = config_.dim;
   MatMap<T> cls = cache.cls.view(b_size, c);  // (B, C)
   const MatMap<T> last(cache.hidden.data.data() + config_.layers * n * c, n, c);
-  for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(cls_only ? b : b * batch.seq);
+  for (Index b = 0; b < b_size; ++b) cls.row(b) = last.row(cache.rows_only ? b : b * batch.seq);  // [CLS] rows
   MatMap<T> pooled = cache.pooled.view(b_size, c);  // (B, C)
   head_.pooler.forward(cls, pooled);
   pooled = pooled.array().tanh().matrix();
@@ -307,13 +312,13 @@ void Bert<T>::head_backward(const Batch& batch, ModelCache<T>& cache) const {
 // ---- the whole model
 
 template <class T>
-void Bert<T>::encode(const Batch& batch, bool cls_only, const DropoutRng* rng, ModelCache<T>& cache) const {
+void Bert<T>::encode(const Batch& batch, bool rows_only, const DropoutRng* rng, ModelCache<T>& cache) const {
   const Index n = batch.size * batch.seq, c = config_.dim, n_layers = config_.layers;
   if (batch.seq > config_.max_len) throw Error("batch sequence length exceeds the model's max_len");
   cache.batch = batch.size;
   cache.seq = batch.seq;
   cache.dropout_on = rng != nullptr;
-  cache.cls_only = cls_only;
+  cache.rows_only = rows_only;
   cache.layers.resize(n_layers);
   cache.key_valid.resize(n);
   for (Index i = 0; i < n; ++i) cache.key_valid[i] = batch.ids[i] != kPadId;
@@ -327,9 +332,9 @@ void Bert<T>::encode(const Batch& batch, bool cls_only, const DropoutRng* rng, M
     h0.array() *= mask.array();
   }
   for (Index l = 0; l < n_layers; ++l) {
-    const bool cls_rows = cls_only && l == n_layers - 1;
-    layer_forward(l, hidden.middleRows(l * n, n), batch, cls_rows, rng, cache,
-                  hidden.middleRows((l + 1) * n, cls_rows ? batch.size : n));
+    const std::vector<std::int32_t>* rows = rows_only && l == n_layers - 1 ? &cache.last_rows : nullptr;
+    layer_forward(l, hidden.middleRows(l * n, n), batch, rows, rng, cache,
+                  hidden.middleRows((l + 1) * n, rows ? static_cast<Index>(rows->size()) : n));
   }
 }
 
@@ -338,7 +343,8 @@ void Bert<T>::encode_backward(const Batch& batch, ModelCache<T>& cache) {
   const Index n = cache.batch * cache.seq, c = config_.dim, n_layers = config_.layers;
   const MatMap<T> hidden(cache.hidden.data.data(), (n_layers + 1) * n, c);
   for (Index l = n_layers - 1; l >= 0; --l) {
-    layer_backward(l, hidden.middleRows(l * n, n), cache.cls_only && l == n_layers - 1, cache);
+    layer_backward(l, hidden.middleRows(l * n, n), cache.rows_only && l == n_layers - 1 ? &cache.last_rows : nullptr,
+                   cache);
     std::swap(cache.grad_in, cache.grad_out);
   }
   // h0 = dropout(LN(word[ids] + pos))
@@ -353,10 +359,14 @@ T Bert<T>::forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* g
   check_task(Task::classify, "classifying");
   const DropoutRng* rng = given != nullptr && given->p > 0 ? given : nullptr;
   // The last layer computes [CLS] rows only, unless all rows are asked for
-  // or queries and keys are tied (forward_cls needs them apart).
-  const bool cls_only = last == LastRows::cls && !config_.tie_qk;
+  // or queries and keys are tied (forward_rows needs them apart).
+  const bool cls_only = last == LastRows::needed && !config_.tie_qk;
+  if (cls_only) {  // the [CLS] rows
+    cache.last_rows.resize(static_cast<std::size_t>(batch.size));
+    for (Index b = 0; b < batch.size; ++b) cache.last_rows[b] = static_cast<std::int32_t>(b * batch.seq);
+  }
   encode(batch, cls_only, rng, cache);
-  return head_forward(batch, cls_only, rng, cache);
+  return head_forward(batch, rng, cache);
 }
 
 template <class T>
@@ -369,7 +379,7 @@ void Bert<T>::backward(const Batch& batch, ModelCache<T>& cache) {
   // The gradient w.r.t. the last layer's output: its [CLS] rows when it
   // computed those only, else every row with zeros off [CLS].
   const MatMap<T> dcls(cache.grad_cls.data.data(), b_size, c);
-  if (cache.cls_only) {
+  if (cache.rows_only) {
     cache.grad_out.view(b_size, c) = dcls;
   } else {
     MatMap<T> dy = cache.grad_out.view(n, c);

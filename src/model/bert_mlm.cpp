@@ -11,23 +11,25 @@ namespace zibert {
 // ---- the masked-LM head: h = LN(GELU(x Wtᵀ + bt)); logits = h Eᵀ + b; loss = CE on the chosen rows
 
 template <class T>
-T Bert<T>::forward_mlm(const MaskedBatch& masked, ModelCache<T>& cache, const DropoutRng* given) const {
+T Bert<T>::forward_mlm(const MaskedBatch& masked, ModelCache<T>& cache, const DropoutRng* given, LastRows last_rows) const {
   check_task(Task::mlm, "the masked-LM pass");
   const Batch& batch = masked.batch;
   const DropoutRng* rng = given != nullptr && given->p > 0 ? given : nullptr;
-  encode(batch, false, rng, cache);
   const Index n = batch.size * batch.seq, c = config_.dim, v = config_.vocab_size;
   const auto m = static_cast<Index>(masked.positions.size());
   if (!masked.targets.empty() && masked.targets.size() != masked.positions.size())
     throw Error("masked batch: positions and targets differ in number");
+  for (Index i = 0; i < m; ++i)
+    if (masked.positions[i] < 0 || masked.positions[i] >= n || (i > 0 && masked.positions[i] <= masked.positions[i - 1]))
+      throw Error("masked positions must be ascending rows of the batch");
+  // The last layer computes the chosen rows only (their keys and values from every row).
+  const bool rows_only = last_rows == LastRows::needed && m > 0 && config_.layers > 0 && !config_.tie_qk;
+  if (rows_only) cache.last_rows.assign(masked.positions.begin(), masked.positions.end());
+  encode(batch, rows_only, rng, cache);
   MlmCache<T>& mc = cache.mlm;
-  const MatMap<T> last(cache.hidden.data.data() + config_.layers * n * c, n, c);  // (N, C)
-  MatMap<T> x = mc.x.view(m, c);                                                   // (M, C)
-  for (Index i = 0; i < m; ++i) {
-    const std::int32_t row = masked.positions[i];
-    if (row < 0 || row >= n) throw Error("masked position out of range");
-    x.row(i) = last.row(row);
-  }
+  const MatMap<T> last(cache.hidden.data.data() + config_.layers * n * c, rows_only ? m : n, c);  // (M or N, C)
+  MatMap<T> x = mc.x.view(m, c);                                                                    // (M, C)
+  for (Index i = 0; i < m; ++i) x.row(i) = last.row(rows_only ? i : masked.positions[i]);
   MatMap<T> pre = mc.pre.view(m, c), act = mc.act.view(m, c), h = mc.h.view(m, c);  // (M, C)
   mlm_.transform.forward(x, pre);
   gelu_forward<T>(pre, act);
@@ -64,10 +66,14 @@ void Bert<T>::backward_mlm(const MaskedBatch& masked, ModelCache<T>& cache) {
                    cache.ln_scratch);
   gelu_backward<T>(MatMap<T>(mc.pre.data.data(), m, c), dact, dact);
   mlm_.transform.backward(MatMap<T>(mc.x.data.data(), m, c), dact, &dx_ref);
-  // Into the last layer's output: the chosen rows, zeros elsewhere.
-  MatMap<T> dy = cache.grad_out.view(n, c);
-  dy.setZero();
-  for (Index i = 0; i < m; ++i) dy.row(masked.positions[i]) += dx.row(i);
+  // Into the last layer's output: its M rows, or the chosen ones of N with zeros elsewhere.
+  if (cache.rows_only) {
+    cache.grad_out.view(m, c) = dx;
+  } else {
+    MatMap<T> dy = cache.grad_out.view(n, c);
+    dy.setZero();
+    for (Index i = 0; i < m; ++i) dy.row(masked.positions[i]) += dx.row(i);
+  }
   encode_backward(batch, cache);
 }
 
@@ -88,8 +94,8 @@ void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only) {
   }
 }
 
-template float Bert<float>::forward_mlm(const MaskedBatch&, ModelCache<float>&, const DropoutRng*) const;
-template double Bert<double>::forward_mlm(const MaskedBatch&, ModelCache<double>&, const DropoutRng*) const;
+template float Bert<float>::forward_mlm(const MaskedBatch&, ModelCache<float>&, const DropoutRng*, LastRows) const;
+template double Bert<double>::forward_mlm(const MaskedBatch&, ModelCache<double>&, const DropoutRng*, LastRows) const;
 template void Bert<float>::backward_mlm(const MaskedBatch&, ModelCache<float>&);
 template void Bert<double>::backward_mlm(const MaskedBatch&, ModelCache<double>&);
 template void copy_encoder_weights<float>(const Bert<float>&, Bert<float>&);

@@ -124,27 +124,32 @@ void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch
 }
 
 template <class T>
-void SelfAttention<T>::forward_cls(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
-                                   AttentionCache<T>& cache, Ref<T> y) const {
-  if (tied) throw Error("forward_cls needs separate query and key projections");
-  const Index n = batch * seq, c = x.cols(), d = c / heads;
+void SelfAttention<T>::forward_rows(const CRef<T>& x, Index seq, std::span<const std::int32_t> rows,
+                                    const std::uint8_t* key_valid, AttentionCache<T>& cache, Ref<T> y) const {
+  if (tied) throw Error("forward_rows needs separate query and key projections");
+  const Index n = x.rows(), c = x.cols(), d = c / heads, m = static_cast<Index>(rows.size());
   const T scale = T(1) / std::sqrt(T(d));
-  MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
-  MatMap<T> kv = cache.kv.view(n, 2 * c);                     // (B*T, 2C): k | v
-  MatMap<T> probs = cache.probs.view(batch * heads, seq);     // (B*H, T)
-  MatMap<T> ctx = cache.ctx.view(batch, c);                   // (B, C)
-  for (Index b = 0; b < batch; ++b) xcls.row(b) = x.row(b * seq);
-  projection_rows(qkv, 0, c).forward(xcls, q);
+  for (Index i = 0; i < m; ++i)
+    if (rows[i] < 0 || rows[i] >= n || (i > 0 && rows[i] <= rows[i - 1]))
+      throw Error("forward_rows: the query rows must be ascending rows of x");
+  MatMap<T> xq = cache.xq.view(m, c), q = cache.q.view(m, c);  // (M, C)
+  MatMap<T> kv = cache.kv.view(n, 2 * c);                      // (B*T, 2C): k | v
+  MatMap<T> probs = cache.probs.view(m * heads, seq);          // (M*H, T)
+  MatMap<T> ctx = cache.ctx.view(m, c);                        // (M, C)
+  for (Index i = 0; i < m; ++i) xq.row(i) = x.row(rows[i]);
+  projection_rows(qkv, 0, c).forward(xq, q);
   projection_rows(qkv, c, 2 * c).forward(x, kv);
-  for (Index b = 0; b < batch; ++b)
+  for (Index i = 0; i < m; ++i) {
+    const Index b = rows[i] / seq;
     for (Index h = 0; h < heads; ++h) {
       auto k = kv.block(b * seq, h * d, seq, d);      // (T, D)
       auto v = kv.block(b * seq, c + h * d, seq, d);  // (T, D)
-      auto p = probs.row(b * heads + h);              // (1, T)
-      p.noalias() = q.row(b).segment(h * d, d) * k.transpose();
-      masked_softmax<T>(probs.middleRows(b * heads + h, 1), key_valid + b * seq, scale);
-      ctx.row(b).segment(h * d, d).noalias() = p * v;
+      auto p = probs.row(i * heads + h);              // (1, T)
+      p.noalias() = q.row(i).segment(h * d, d) * k.transpose();
+      masked_softmax<T>(probs.middleRows(i * heads + h, 1), key_valid + b * seq, scale);
+      ctx.row(i).segment(h * d, d).noalias() = p * v;
     }
+  }
   output.forward(ctx, y);
 }
 
@@ -160,7 +165,7 @@ void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index s
   auto head_rows = [&](T* m, Index h) {
     return Eigen::Map<MatR<T>, 0, Stride>(m + h * c, batch, c, Stride(heads * c));
   };
-  MatMap<T> xcls = cache.xcls.view(batch, c), q = cache.qcls.view(batch, c);
+  MatMap<T> xcls = cache.xq.view(batch, c), q = cache.q.view(batch, c);
   T* folded = cache.folded.view(2 * bh, c).data();
   MatMap<T> u(folded, bh, c), z(folded + bh * c, bh, c);  // (B*H, C) each
   MatMap<T> probs = cache.probs.view(bh, seq);           // (B*H, T)
@@ -187,45 +192,63 @@ void SelfAttention<T>::forward_cls_folded(const CRef<T>& x, Index batch, Index s
 }
 
 template <class T>
-void SelfAttention<T>::backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq,
-                                    AttentionCache<T>& cache, Ref<T> dx) const {
-  const Index n = batch * seq, c = x.cols(), d = c / heads;
+void SelfAttention<T>::backward_rows(const CRef<T>& x, const CRef<T>& dy, Index seq, std::span<const std::int32_t> rows,
+                                     AttentionCache<T>& cache, Ref<T> dx) const {
+  const Index n = x.rows(), c = x.cols(), d = c / heads, m = static_cast<Index>(rows.size());
   const T scale = T(1) / std::sqrt(T(d));
-  MatMap<T> xcls(cache.xcls.data.data(), batch, c), q(cache.qcls.data.data(), batch, c);
+  MatMap<T> xq(cache.xq.data.data(), m, c), q(cache.q.data.data(), m, c);
   MatMap<T> kv(cache.kv.data.data(), n, 2 * c);
-  MatMap<T> probs(cache.probs.data.data(), batch * heads, seq);
-  MatMap<T> ctx(cache.ctx.data.data(), batch, c);
-  MatMap<T> dctx = cache.dctx.view(batch, c), dq = cache.dqcls.view(batch, c), dxcls = cache.dxcls.view(batch, c);
-  MatMap<T> dkv = cache.dqkv.view(n, 2 * c);
+  MatMap<T> probs(cache.probs.data.data(), m * heads, seq);
+  MatMap<T> ctx(cache.ctx.data.data(), m, c);
+  MatMap<T> dctx = cache.dctx.view(m, c), dq = cache.dq.view(m, c), dxq = cache.dxq.view(m, c);  // (M, C)
+  MatMap<T> dkv = cache.dqkv.view(n, 2 * c);  // (B*T, 2C): dk | dv
   MatMap<T> dp_all = cache.dprobs.view(1, seq);
 
   Ref<T> dctx_ref(dctx);
   output.backward(ctx, dy, &dctx_ref);
-  for (Index b = 0; b < batch; ++b)
+  // A sequence's keys and values get the sum over its query rows: the first
+  // one assigns, the others add; sequences without a query row get zeros.
+  Index done = 0;  // sequences [0, done) have their dk | dv rows
+  for (Index i = 0; i < m; ++i) {
+    const Index b = rows[i] / seq;
+    const bool first = b >= done;
+    if (first) {
+      dkv.middleRows(done * seq, (b - done) * seq).setZero();
+      done = b + 1;
+    }
     for (Index h = 0; h < heads; ++h) {
       auto k = kv.block(b * seq, h * d, seq, d);
       auto v = kv.block(b * seq, c + h * d, seq, d);
-      auto p = probs.row(b * heads + h);
-      auto da = dctx.row(b).segment(h * d, d);  // (1, D)
+      auto p = probs.row(i * heads + h);
+      auto da = dctx.row(i).segment(h * d, d);  // (1, D)
       auto dp = dp_all.row(0);
+      auto dk = dkv.block(b * seq, h * d, seq, d), dv = dkv.block(b * seq, c + h * d, seq, d);
       // a = p v  ⇒  dp = da vᵀ, dv = pᵀ da
       dp.noalias() = da * v.transpose();
-      dkv.block(b * seq, c + h * d, seq, d).noalias() = p.transpose() * da;
+      if (first)
+        dv.noalias() = p.transpose() * da;
+      else
+        dv.noalias() += p.transpose() * da;
       // p = softmax(s) ⇒ ds = p ⊙ (dp − p·dp); s = q kᵀ·scale
       T dot = p.dot(dp);
       dp = (p.array() * (dp.array() - dot) * scale).matrix();
-      dq.row(b).segment(h * d, d).noalias() = dp * k;
-      dkv.block(b * seq, h * d, seq, d).noalias() = dp.transpose() * q.row(b).segment(h * d, d);
+      dq.row(i).segment(h * d, d).noalias() = dp * k;
+      if (first)
+        dk.noalias() = dp.transpose() * q.row(i).segment(h * d, d);
+      else
+        dk.noalias() += dp.transpose() * q.row(i).segment(h * d, d);
     }
+  }
+  dkv.middleRows(done * seq, n - done * seq).setZero();
   // As in backward: the key bias gradient is exactly zero (softmax ignores it).
   Linear<T> kv_lin = projection_rows(qkv, c, 2 * c);
   MatMap<T> key_bias_grad = cache.key_bias_grad.view(1, c);
   key_bias_grad = kv_lin.bias.grad_row().segment(0, c);
   kv_lin.backward(x, dkv, &dx);
   kv_lin.bias.grad_row().segment(0, c) = key_bias_grad;
-  Ref<T> dxcls_ref(dxcls);
-  projection_rows(qkv, 0, c).backward(xcls, dq, &dxcls_ref);
-  for (Index b = 0; b < batch; ++b) dx.row(b * seq) += dxcls.row(b);
+  Ref<T> dxq_ref(dxq);
+  projection_rows(qkv, 0, c).backward(xq, dq, &dxq_ref);
+  for (Index i = 0; i < m; ++i) dx.row(rows[i]) += dxq.row(i);
 }
 
 template struct SelfAttention<float>;

@@ -7,6 +7,7 @@
 #include <unsupported/Eigen/SpecialFunctions>
 
 #include "zibert/nn/gemm.hpp"
+#include "zibert/base/error.hpp"
 #include "zibert/base/random.hpp"
 
 namespace zibert {
@@ -111,20 +112,36 @@ void gelu_backward(const CRef<T>& x, const CRef<T>& dy, Ref<T> dx) {
                     .matrix();
 }
 
-template <class T>
-void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row,
-                  std::uint64_t row_step) {
+namespace {
+
+// The mask's row i draws as row row_of(i) of the whole.
+template <class T, class RowOf>
+void fill_dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, RowOf row_of) {
   const std::uint64_t base = splitmix64(splitmix64(rng.seed ^ splitmix64(rng.step)) ^ site);
   const T keep = T(1) / T(1 - rng.p);
   const Index rows = mask.rows(), cols = mask.cols();
 #pragma omp parallel for schedule(static) if (mask.size() > 16384)
   for (Index i = 0; i < rows; ++i)
     for (Index j = 0; j < cols; ++j) {
-      std::uint64_t h = splitmix64(base + (first_row + static_cast<std::uint64_t>(i) * row_step) * static_cast<std::uint64_t>(cols) +
-                                   static_cast<std::uint64_t>(j));
+      std::uint64_t h = splitmix64(base + row_of(i) * static_cast<std::uint64_t>(cols) + static_cast<std::uint64_t>(j));
       double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // uniform in [0, 1)
       mask(i, j) = u < rng.p ? T(0) : keep;
     }
+}
+
+}  // namespace
+
+template <class T>
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row) {
+  fill_dropout_mask<T>(rng, site, mask, [first_row](Index i) { return first_row + static_cast<std::uint64_t>(i); });
+}
+
+template <class T>
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row,
+                  std::span<const std::int32_t> rows) {
+  if (static_cast<std::size_t>(mask.rows()) != rows.size()) throw Error("dropout_mask: one row number per mask row");
+  fill_dropout_mask<T>(rng, site, mask,
+                       [first_row, rows](Index i) { return first_row + static_cast<std::uint64_t>(rows[i]); });
 }
 
 template <class T>
@@ -207,7 +224,8 @@ void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* tar
   template struct LayerNorm<T>;                                                                 \
   template void gelu_forward<T>(const CRef<T>&, Ref<T>);                                        \
   template void gelu_backward<T>(const CRef<T>&, const CRef<T>&, Ref<T>);                       \
-  template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t, std::uint64_t); \
+  template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t); \
+  template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t, std::span<const std::int32_t>); \
   template void softmax_rows<T>(Ref<T>);                                                        \
   template T cross_entropy_forward<T>(const CRef<T>&, const std::int32_t*, Ref<T>, double);     \
   template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>, double); \

@@ -386,7 +386,8 @@ std::string bench_table(const BenchResult& r) {
         << "\nalternating rounds; GFLOP/s counts int8 multiply-adds as FLOPs, against the float32 ceiling\n";
   if (r.options.mlm)
     out << "pretrain: masked-LM steps as zibert pretrain takes them (texts packed into max-len sequences, 15%\n"
-           "of the characters chosen afresh each step); every row of every layer, the head on the chosen rows\n";
+           "of the characters chosen afresh each step); every row of every layer but the last, which computes\n"
+           "the chosen rows (keys and values of every row), and the head on the chosen rows\n";
   return out.str();
 }
 

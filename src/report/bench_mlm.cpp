@@ -57,10 +57,16 @@ BenchPhase bench_mlm_phase(const BenchOptions& o, const ModelConfig& config, Ber
 double mlm_forward_flops(const ModelConfig& c, std::int64_t tokens, std::int64_t chosen) {
   ModelConfig encoder = c;
   encoder.labels = 0;
-  const double dim = double(c.dim);
-  const double head = double(chosen) * (2 * dim * dim + 2 * dim * double(c.vocab_size));  // transform, decoder
+  const double n = double(tokens), dim = double(c.dim), f = double(c.ffn), q = double(chosen);
+  const double head = q * (2 * dim * dim + 2 * dim * double(c.vocab_size));  // transform, decoder
   // every row of every layer, without the classifier head forward_flops adds
-  return forward_flops(encoder, tokens, LastLayer::all_rows) - 2 * dim * dim + head;
+  const double every_row = forward_flops(encoder, tokens, LastLayer::all_rows) - 2 * dim * dim;
+  if (chosen == 0 || c.tie_qk || c.layers == 0) return every_row + head;
+  // The last layer (Bert::forward_mlm): keys and values of every row; the
+  // query, attention, output and feed-forward rows of the chosen ones.
+  const double full_last = n * (8 * dim * dim + 4 * dim * f) + 4 * n * n * dim;
+  const double last = n * 4 * dim * dim + q * (2 * dim * dim + 4 * n * dim + 2 * dim * dim + 4 * dim * f);
+  return every_row - full_last + last + head;
 }
 
 }  // namespace zibert

@@ -14,13 +14,14 @@
 
 namespace zibert {
 
-// Which rows the last layer computes. The loss and the logits depend on its
-// [CLS] rows only, so training computes just those (keys and values still
-// from every token); attention maps (explain) need every row.
-enum class LastRows { cls, all };
+// Which rows the last layer computes. A classifier's loss and logits depend
+// on its [CLS] rows only, the masked-LM head's on the chosen positions', so
+// training computes just those (needed; keys and values still from every
+// token); attention maps (explain) and tests need every row (all).
+enum class LastRows { needed, all };
 
 // What a training pass keeps for backward, per encoder layer. rows is N, or
-// B for a last layer that computes [CLS] rows only.
+// M for a last layer that computes M listed rows only (ModelCache::last_rows).
 template <class T>
 struct EncoderLayerCache {
   AttentionCache<T> attn;
@@ -58,7 +59,11 @@ template <class T>
 struct ModelCache {
   Index batch = 0, seq = 0;
   bool dropout_on = false;
-  bool cls_only = false;  // the last layer computed [CLS] rows only (LastRows::cls, untied)
+  // The last layer computed the listed rows only (ascending rows b*T+t of
+  // the batch: a classifier's [CLS] rows, the masked-LM head's chosen ones;
+  // untied models), not all N. Its output then has last_rows.size() rows.
+  bool rows_only = false;
+  std::vector<std::int32_t> last_rows;
   std::vector<std::uint8_t> key_valid;  // (B*T)
   Buffer<T> emb_sum;    // (N, C) word + position embedding
   Buffer<T> emb_xhat;   // (N, C)
@@ -66,7 +71,7 @@ struct ModelCache {
   Buffer<T> emb_drop;   // (N, C)
   std::vector<EncoderLayerCache<T>> layers;
   Buffer<T> hidden;     // ((L+1)*N, C) each layer's output, [0] = embeddings;
-                        // with cls_only the last block's first B rows hold the [CLS] rows
+                        // with rows_only the last block's first M rows hold the listed rows
   Buffer<T> cls;        // (B, C) [CLS] rows of the last layer
   Buffer<T> pooled;     // (B, C) tanh(pooler)
   Buffer<T> pool_drop;  // (B, C)
@@ -145,16 +150,18 @@ class Bert {
   // when the batch has labels, else 0; the (B, K) probabilities are in
   // cache.probs either way. Predicting goes through the inference fast path
   // (infer/fast_forward.hpp), which this pass holds to its results.
-  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, LastRows last = LastRows::cls) const;
+  T forward(const Batch& batch, ModelCache<T>& cache, const DropoutRng* rng, LastRows last = LastRows::needed) const;
   // Accumulates the gradient of the mean loss into grads(). Needs the cache of
   // the forward pass on the same labelled batch.
   void backward(const Batch& batch, ModelCache<T>& cache);
 
-  // The masked-LM pass of an encoder (config().task == mlm): the encoder on
-  // every row, then the head on the chosen positions only (M of them, never
-  // all N). Returns the mean cross-entropy over the positions when targets
+  // The masked-LM pass of an encoder (config().task == mlm): the encoder,
+  // whose last layer computes the chosen positions' rows only (keys and
+  // values from every row; every row when queries and keys are tied), then
+  // the head on those M rows, never all N. Returns the mean cross-entropy over the positions when targets
   // are given, else 0; the (M, V) probabilities are in cache.mlm.probs.
-  T forward_mlm(const MaskedBatch& batch, ModelCache<T>& cache, const DropoutRng* rng) const;
+  T forward_mlm(const MaskedBatch& batch, ModelCache<T>& cache, const DropoutRng* rng,
+                LastRows last = LastRows::needed) const;
   // Accumulates the gradient of that loss into grads(); the tied decoder's
   // adds into the word embeddings'.
   void backward_mlm(const MaskedBatch& batch, ModelCache<T>& cache);
@@ -178,20 +185,21 @@ class Bert {
   void bind();
   Param<T> param(const std::string& name);
   void check_task(Task task, const char* pass) const;
-  // Embeddings and encoder layers: cache.hidden. With cls_only the last layer
-  // computes the [CLS] rows only.
-  void encode(const Batch& batch, bool cls_only, const DropoutRng* rng, ModelCache<T>& cache) const;
+  // Embeddings and encoder layers: cache.hidden. With rows_only the last
+  // layer computes the rows listed in cache.last_rows only.
+  void encode(const Batch& batch, bool rows_only, const DropoutRng* rng, ModelCache<T>& cache) const;
   // Differentiates encode from cache.grad_out, the gradient of the last
-  // layer's output (its B [CLS] rows when cls_only, else all N).
+  // layer's output (its M listed rows when rows_only, else all N).
   void encode_backward(const Batch& batch, ModelCache<T>& cache);
-  // One encoder layer: x (N, C) → y (rows, C); rows = B when cls_only (the
-  // [CLS] rows), else N. l and first_row place its dropout masks.
-  void layer_forward(Index l, const CRef<T>& x, const Batch& batch, bool cls_only, const DropoutRng* rng,
-                     ModelCache<T>& cache, Ref<T> y) const;
+  // One encoder layer: x (N, C) → y (rows, C); rows = M for the listed
+  // query rows (ascending), else N (rows == nullptr). l and the rows' place
+  // in the batch give its dropout masks.
+  void layer_forward(Index l, const CRef<T>& x, const Batch& batch, const std::vector<std::int32_t>* rows,
+                     const DropoutRng* rng, ModelCache<T>& cache, Ref<T> y) const;
   // Differentiates layer_forward: dy (rows, C) → cache.grad_in (N, C).
-  void layer_backward(Index l, const CRef<T>& x, bool cls_only, ModelCache<T>& cache) const;
+  void layer_backward(Index l, const CRef<T>& x, const std::vector<std::int32_t>* rows, ModelCache<T>& cache) const;
   // The head on the last layer's output: probabilities, and the loss when labelled.
-  T head_forward(const Batch& batch, bool cls_only, const DropoutRng* rng, ModelCache<T>& cache) const;
+  T head_forward(const Batch& batch, const DropoutRng* rng, ModelCache<T>& cache) const;
   // Differentiates head_forward: cache.grad_cls (B, C) from the loss.
   void head_backward(const Batch& batch, ModelCache<T>& cache) const;
 

@@ -2,6 +2,7 @@
 // query the others, softmax weighs the answers, the weighted values aggregate.
 #pragma once
 #include <cstdint>
+#include <span>
 
 #include "zibert/nn/layers.hpp"
 
@@ -15,19 +16,19 @@ struct AttentionCache {
                     // not kept (inference): one (T, T) block of unnormalised weights per thread
   Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side ((B, C) for the [CLS] forms)
   Buffer<T> row_sums;  // (threads, T): each query row's softmax sum when the weights are not kept
-  // forward_cls (the [CLS] rows as the only queries): probs is then (B*H, T)
+  // forward_rows (M listed rows as the only queries): probs is then (M*H, T)
   Buffer<T> kv;     // (B*T, 2C): k | v of every row
-  Buffer<T> xcls;   // (B, C) the [CLS] rows of x
-  Buffer<T> qcls;   // (B, C) their queries
-  // forward_cls_folded (inference): no keys or values
+  Buffer<T> xq;     // (M, C) the listed rows of x
+  Buffer<T> q;      // (M, C) their queries
+  // forward_cls_folded (inference): no keys or values; xq and q hold the B [CLS] rows
   Buffer<T> folded; // (2*B*H, C): u = q_h Wk_h per (sequence, head), then z = Σ_t p_t x_t
   // backward scratch
-  Buffer<T> dqkv;   // (B*T, 3C or 2C); backward_cls: (B*T, 2C) dk | dv
+  Buffer<T> dqkv;   // (B*T, 3C or 2C); backward_rows: (B*T, 2C) dk | dv
   Buffer<T> dctx;   // (B*T, C)
   Buffer<T> dprobs; // (threads*T, T), one (T,T) block per thread
   Buffer<T> key_bias_grad;  // (1, C) saved across the qkv backward
-  Buffer<T> dqcls;  // (B, C)
-  Buffer<T> dxcls;  // (B, C)
+  Buffer<T> dq;     // (M, C) backward_rows
+  Buffer<T> dxq;    // (M, C)
 };
 
 template <class T>
@@ -57,25 +58,28 @@ struct SelfAttention {
   void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
                 Ref<T> dx) const;
 
-  // The same with only each sequence's first token ([CLS]) as query, which is
-  // all a classifier's last layer needs: keys and values still come from
-  // every row of x (B*T, C), y is (B, C). cache.probs is then (B*H, T).
-  // Not for tied projections.
-  void forward_cls(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
-                   Ref<T> y) const;
-  // forward_cls's y without keys or values, for inference: [CLS]'s score
+  // The same with only the listed rows of x (B*T, C) as queries (ascending;
+  // row r belongs to sequence r / T), which is all a last layer needs when
+  // the loss reads those rows: a classifier's [CLS] rows, the masked-LM
+  // head's chosen ones. Keys and values still come from every row of x; y is
+  // (M, C), row i for query rows[i], equal to that row of forward's y up to
+  // rounding. cache.probs is then (M*H, T). Not for tied projections.
+  void forward_rows(const CRef<T>& x, Index seq, std::span<const std::int32_t> rows, const std::uint8_t* key_valid,
+                    AttentionCache<T>& cache, Ref<T> y) const;
+  // forward_rows's y for the [CLS] rows without keys or values, for inference: [CLS]'s score
   // against key t is q_h·(x_t Wk_hᵀ + bk_h) = (q_h Wk_h)·x_t plus a term that
   // is the same for every t (softmax ignores it), and its weighted values are
   // Σ_t p_t (x_t Wv_hᵀ + bv_h) = (Σ_t p_t x_t) Wv_hᵀ + bv_h since Σ_t p_t = 1.
   // Per sequence that is about 2·H·T·C + 2·C² multiply-adds instead of
-  // 2·T·C². Equal to forward_cls's y up to rounding (the sums run in another
+  // 2·T·C². Equal to forward_rows's y up to rounding (the sums run in another
   // order); cache.folded then holds the folded queries and weighted inputs, and
   // nothing is kept for backward.
   void forward_cls_folded(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
                           AttentionCache<T>& cache, Ref<T> y) const;
-  // dy (B, C) → dx (B*T, C); accumulates parameter gradients.
-  void backward_cls(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
-                    Ref<T> dx) const;
+  // Differentiates forward_rows: dy (M, C) → dx (B*T, C); accumulates
+  // parameter gradients.
+  void backward_rows(const CRef<T>& x, const CRef<T>& dy, Index seq, std::span<const std::int32_t> rows,
+                     AttentionCache<T>& cache, Ref<T> dx) const;
 };
 
 }  // namespace zibert

@@ -3,6 +3,7 @@
 // into parameter gradients and writes the input gradient.
 #pragma once
 #include <cstdint>
+#include <span>
 
 #include "zibert/nn/tensor.hpp"
 
@@ -50,11 +51,15 @@ struct DropoutRng {
   double p = 0.0;
 };
 // mask[i] = 0 with probability p, else 1/(1−p). Row i of the mask draws as
-// row first_row + i·row_step, so a batch split into parts, or only its
-// [CLS] rows, gets the masks of the whole.
+// row first_row + i, so a batch split into parts gets the masks of the whole.
 template <class T>
-void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row = 0,
-                  std::uint64_t row_step = 1);
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row = 0);
+// The same for some rows only: row i of the mask draws as row first_row +
+// rows[i], so a layer that computes only those rows (the [CLS] ones, the
+// masked-LM head's) gets their masks from the whole.
+template <class T>
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row,
+                  std::span<const std::int32_t> rows);
 
 // A row that belongs to none of the labels (train --outliers: outlier
 // exposure, Hendrycks et al. 2019): its target is the uniform q = 1/K.

@@ -74,8 +74,10 @@ struct BenchResult {
 enum class LastLayer { all_rows, cls, cls_folded };
 double forward_flops(const ModelConfig& config, std::int64_t tokens, LastLayer last, bool tabulated = false);
 // FLOPs of the masked-LM forward pass over a sequence of `tokens` tokens of
-// which `chosen` are predicted: every row of every layer, and the head
-// (transform and the tied (V, C) decoder) on the chosen rows only.
+// which `chosen` are predicted: every row of every layer but the last, whose
+// keys and values come from every row and the rest from the chosen rows only
+// (every row when none is chosen or queries and keys are tied), and the head
+// (transform and the tied (V, C) decoder) on the chosen rows.
 double mlm_forward_flops(const ModelConfig& config, std::int64_t tokens, std::int64_t chosen);
 
 // The best GFLOP/s of an n×n×n single-precision product over `seconds`, with
