@@ -100,8 +100,17 @@ void pack_a(const GemmOperand& a, Index mc, Index kc, float* out) {
     const Index rows = std::min(kMr, mc - i0);
     float* dst = out + i0 * kKc;
     if (a.transposed) {
-      const Simd::Mask mask = Simd::first(rows), tile = Simd::first(kMr);
-      for (Index p = 0; p < kc; ++p) Simd::store(dst + p * kMr, Simd::load(a.data + p * a.ld + i0, mask), tile);
+      // Each depth's kMr floats are stored as a whole vector, whose kW − kMr
+      // spare lanes the next depth's store overwrites (or the next tile's,
+      // or they fall in the buffer's slack): masked stores are microcoded
+      // and slow on AMD's CPUs. A source row is read whole when a vector
+      // of it lies inside the block, else masked (zeros past mc).
+      if (i0 + kW <= mc) {
+        for (Index p = 0; p < kc; ++p) Simd::store(dst + p * kMr, Simd::load(a.data + p * a.ld + i0));
+      } else {
+        const Simd::Mask mask = Simd::first(rows);
+        for (Index p = 0; p < kc; ++p) Simd::store(dst + p * kMr, Simd::load(a.data + p * a.ld + i0, mask));
+      }
     } else {
       for (Index r = 0; r < rows; ++r) std::copy_n(a.data + (i0 + r) * a.ld, kc, dst + r * kKc);
       for (Index r = rows; r < kMr; ++r) std::fill_n(dst + r * kKc, kc, 0.0f);
@@ -133,6 +142,9 @@ void pack_b(const GemmOperand& b, Index kc, Index n, float* out) {
           Eigen::internal::ptranspose(block);
           for (Index q = 0; q < depth; ++q) Simd::store(dst + (p0 + q) * kNr + kW * part, block.packet[q]);
         }
+    } else if (cols == kNr) {
+      for (Index p = 0; p < kc; ++p)
+        for (int v = 0; v < kVecsWide; ++v) Simd::store(dst + p * kNr + kW * v, Simd::load(b.data + p * b.ld + j0 + kW * v));
     } else {
       Simd::Mask mask[kVecsWide];
       for (int v = 0; v < kVecsWide; ++v) mask[v] = Simd::first(cols - kW * v);
@@ -173,6 +185,19 @@ void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, fl
 #pragma GCC unroll 2
       for (int v = 0; v < kVecs; ++v) acc[r][v] = Simd::fma(av, bv[v], acc[r][v]);
     }
+  }
+  if (cols == kVecs * kW) {  // a whole panel: plain loads and stores (masked ones are slow on AMD's CPUs)
+#pragma GCC unroll 16
+    for (int r = 0; r < kMr; ++r) {
+      if (r >= rows) break;
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) {
+        Simd::V out = acc[r][v];
+        if (base) out = Simd::add(Simd::load(base + r * base_ld + kW * v), out);
+        Simd::store(c + r * ldc + kW * v, out);
+      }
+    }
+    return;
   }
   Simd::Mask mask[kVecs];
   for (int v = 0; v < kVecs; ++v) mask[v] = Simd::first(cols - kW * v);
@@ -232,7 +257,8 @@ Kernels in_place_kernels(Index lda) {
 void gemm_rows(Index m, Index n, Index kc, const GemmOperand& a, const float* pb, float* c, Index ldc, bool add,
                const float* bias) {
   auto& buf = pack_buffers().a;
-  const std::size_t need = static_cast<std::size_t>(((kMc + kMr - 1) / kMr) * kMr * kKc);
+  // + kW: the slack pack_a's last whole-vector store may spill into
+  const std::size_t need = static_cast<std::size_t>(((kMc + kMr - 1) / kMr) * kMr * kKc + kW);
   if (buf.size() < need) buf.resize(need);
   const Kernels packed = a.transposed ? kernels<1, kMr>() : kernels<kKc, 1>();
   const Kernels in_place = a.transposed ? Kernels{} : in_place_kernels(a.ld);
