@@ -112,7 +112,10 @@ __attribute__((target("avx2,fma"))) inline void avx2_store(const Product& p, con
     for (int v = 0; v < kVecs; ++v) {
       const __m256 s = _mm256_fmadd_ps(zero, wsum[v], _mm256_cvtepi32_ps(acc[r][v]));
       const __m256 f = _mm256_fmadd_ps(s, _mm256_mul_ps(xscale, wscale[v]), bias[v]);
-      _mm256_maskstore_ps(out + 8 * v, mask[v], f);
+      if (cols == 8 * kVecs)  // a whole tile: a plain store (masked ones are microcoded on AMD's CPUs)
+        _mm256_storeu_ps(out + 8 * v, f);
+      else
+        _mm256_maskstore_ps(out + 8 * v, mask[v], f);
     }
   }
 }
