@@ -196,7 +196,8 @@ def optimizer(model):
 
 
 def mlm_flops(a, n, chosen, vocab):
-    """zibert's mlm_forward_flops: every row of every layer, the head on the chosen rows."""
+    """What this model computes: every row of every layer, the head on the chosen rows (zibert's
+    mlm_forward_flops counts its last layer's chosen rows only, which is all it computes)."""
     return forward_flops(a, n, 0) - 2 * a.dim * a.dim + chosen * (2 * a.dim * a.dim + 2 * a.dim * vocab)
 
 
