@@ -186,31 +186,28 @@ void kernel(Index kc, const float* __restrict pa, const float* __restrict pb, fl
       for (int v = 0; v < kVecs; ++v) acc[r][v] = Simd::fma(av, bv[v], acc[r][v]);
     }
   }
-  if (cols == kVecs * kW) {  // a whole panel: plain loads and stores (masked ones are slow on AMD's CPUs)
+  // Base added, the tile's rows stored: a whole panel with plain loads and
+  // stores, a partial one masked (masked ones are microcoded on AMD's CPUs).
+  auto write = [&](auto load, auto store) {
 #pragma GCC unroll 16
     for (int r = 0; r < kMr; ++r) {
       if (r >= rows) break;
 #pragma GCC unroll 2
       for (int v = 0; v < kVecs; ++v) {
         Simd::V out = acc[r][v];
-        if (base) out = Simd::add(Simd::load(base + r * base_ld + kW * v), out);
-        Simd::store(c + r * ldc + kW * v, out);
+        if (base) out = Simd::add(load(base + r * base_ld + kW * v, v), out);
+        store(c + r * ldc + kW * v, out, v);
       }
     }
+  };
+  if (cols == kVecs * kW) {
+    write([](const float* p, int) { return Simd::load(p); }, [](float* p, Simd::V x, int) { Simd::store(p, x); });
     return;
   }
   Simd::Mask mask[kVecs];
   for (int v = 0; v < kVecs; ++v) mask[v] = Simd::first(cols - kW * v);
-#pragma GCC unroll 16
-  for (int r = 0; r < kMr; ++r) {
-    if (r >= rows) break;
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) {
-      Simd::V out = acc[r][v];
-      if (base) out = Simd::add(Simd::load(base + r * base_ld + kW * v, mask[v]), out);
-      Simd::store(c + r * ldc + kW * v, out, mask[v]);
-    }
-  }
+  write([&](const float* p, int v) { return Simd::load(p, mask[v]); },
+        [&](float* p, Simd::V x, int v) { Simd::store(p, x, mask[v]); });
 }
 
 // Per-thread packing buffers, grown once and reused.
