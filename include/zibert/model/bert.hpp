@@ -157,9 +157,10 @@ class Bert {
 
   // The masked-LM pass of an encoder (config().task == mlm): the encoder,
   // whose last layer computes the chosen positions' rows only (keys and
-  // values from every row; every row when queries and keys are tied), then
-  // the head on those M rows, never all N. Returns the mean cross-entropy over the positions when targets
-  // are given, else 0; the (M, V) probabilities are in cache.mlm.probs.
+  // values from every row; every row when queries and keys are tied, or
+  // with LastRows::all), then the head on those M rows, never all N. Returns
+  // the mean cross-entropy over the positions when targets are given, else
+  // 0; the (M, V) probabilities are in cache.mlm.probs.
   T forward_mlm(const MaskedBatch& batch, ModelCache<T>& cache, const DropoutRng* rng,
                 LastRows last = LastRows::needed) const;
   // Accumulates the gradient of that loss into grads(); the tied decoder's
@@ -192,12 +193,13 @@ class Bert {
   // layer's output (its M listed rows when rows_only, else all N).
   void encode_backward(const Batch& batch, ModelCache<T>& cache);
   // One encoder layer: x (N, C) → y (rows, C); rows = M for the listed
-  // query rows (ascending), else N (rows == nullptr). l and the rows' place
+  // query rows (ascending), else N (query_rows == nullptr). l and the rows' place
   // in the batch give its dropout masks.
-  void layer_forward(Index l, const CRef<T>& x, const Batch& batch, const std::vector<std::int32_t>* rows,
+  void layer_forward(Index l, const CRef<T>& x, const Batch& batch, const std::vector<std::int32_t>* query_rows,
                      const DropoutRng* rng, ModelCache<T>& cache, Ref<T> y) const;
   // Differentiates layer_forward: dy (rows, C) → cache.grad_in (N, C).
-  void layer_backward(Index l, const CRef<T>& x, const std::vector<std::int32_t>* rows, ModelCache<T>& cache) const;
+  void layer_backward(Index l, const CRef<T>& x, const std::vector<std::int32_t>* query_rows,
+                      ModelCache<T>& cache) const;
   // The head on the last layer's output: probabilities, and the loss when labelled.
   T head_forward(const Batch& batch, const DropoutRng* rng, ModelCache<T>& cache) const;
   // Differentiates head_forward: cache.grad_cls (B, C) from the loss.
