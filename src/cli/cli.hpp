@@ -42,5 +42,6 @@ Runner setup_embed(CLI::App& app);
 Runner setup_fill_mask(CLI::App& app);
 Runner setup_quantize(CLI::App& app);
 Runner setup_calibrate(CLI::App& app);
+Runner setup_variants(CLI::App& app);
 
 }  // namespace zibert::cli

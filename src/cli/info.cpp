@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "zibert/text/variants.hpp"
 #include "zibert/nn/qgemm.hpp"
 
 namespace zibert::cli {
@@ -26,6 +27,7 @@ int run_info(const InfoCli& o) {
   j["labels"] = m.labels;
   j["positive_label"] = m.positive;
   j["lowercase"] = m.tokenizer.normalization().lowercase;
+  j["variants"] = m.tokenizer.vocab().variants().size();
   if (c.task == Task::classify) {
     j["windows"] = windows_name(m.window_combine());
     j["windows_recorded"] = m.windows.has_value();
@@ -62,6 +64,9 @@ int run_info(const InfoCli& o) {
   }
   std::printf("vocab       %lld tokens (5 special), NFKC%s\n", static_cast<long long>(c.vocab_size),
               m.tokenizer.normalization().lowercase ? ", case-folded" : "");
+  if (const auto& variants = m.tokenizer.vocab().variants(); !variants.empty())
+    std::printf("variants    %zu characters without a row read as a variant's (%s; zibert variants)\n",
+                variants.size(), variants_sample(variants).c_str());
   if (c.task == Task::classify) {
     std::string labels;
     for (const auto& l : m.labels) labels += (labels.empty() ? "" : ", ") + l;

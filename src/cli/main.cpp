@@ -65,6 +65,8 @@ int run_command(int argc, char** argv) {
        "zibert quantize -m my.safetensors --out my.int8.safetensors", setup_quantize},
       {"calibrate", "Fit a model's probability temperature on held-out data",
        "zibert calibrate -m my.safetensors --data dev.tsv --out my.safetensors", setup_calibrate},
+      {"variants", "Read characters a model lacks as variants it has (仏 as 佛)",
+       "zibert variants -m my.safetensors --table data/variants.tsv --out my.safetensors", setup_variants},
       {"synth", "Build a labelled corpus for a phrase from plain sentences",
        "zibert synth --phrase 小笼包 --corpus sentences.txt --out xlb/", setup_synth},
       {"explain", "Show the attention and occlusion behind one prediction", "zibert explain '他们点了一坛佛跳墙'",

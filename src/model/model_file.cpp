@@ -6,6 +6,7 @@
 #include <set>
 
 #include "zibert/base/io.hpp"
+#include "zibert/base/utf8.hpp"
 #include "zibert/model/safetensors.hpp"
 #include "zibert/nn/qgemm.hpp"
 
@@ -20,6 +21,11 @@ std::string encode_with(const Classifier& model, const std::vector<TensorRef>& e
   meta["format_version"] = std::to_string(kFormatVersion);
   meta["config"] = config_to_json(model.config).dump();
   meta["vocab"] = nlohmann::json(model.tokenizer.vocab().tokens()).dump();
+  if (!model.tokenizer.vocab().variants().empty()) {
+    nlohmann::json variants = nlohmann::json::object();
+    for (const auto& [from, to] : model.tokenizer.vocab().variants()) variants[utf8_encode(from)] = utf8_encode(to);
+    meta["variants"] = variants.dump();
+  }
   meta["labels"] = nlohmann::json(model.labels).dump();
   meta["positive_label"] = model.positive;
   meta["normalization"] = nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
@@ -163,6 +169,14 @@ class Reader {
     } catch (const Error& e) {
       throw bad(e.what());
     }
+    if (file_.metadata.count("variants")) {
+      std::map<char32_t, char32_t> v = variants(parse("variants"));
+      try {
+        h.vocab.set_variants(std::move(v));
+      } catch (const Error& e) {
+        throw bad(std::string("metadata \"variants\": ") + e.what());
+      }
+    }
     h.positive = meta("positive_label");
     if (!h.positive.empty() && std::find(h.labels.begin(), h.labels.end(), h.positive) == h.labels.end())
       throw bad("positive label \"" + h.positive + "\" is not one of the labels");
@@ -188,6 +202,28 @@ class Reader {
       }
     }
     return h;
+  }
+
+  // Metadata "variants": {"仏": "佛", …}, one character to one (Vocab::set_variants checks the rows).
+  std::map<char32_t, char32_t> variants(const nlohmann::json& j) const {
+    const std::string what = "metadata \"variants\"";
+    if (!j.is_object()) throw bad(what + " is not an object of characters");
+    auto one = [&](const std::string& s) {
+      std::vector<char32_t> cps;
+      try {
+        cps = utf8_decode(s);
+      } catch (const Error&) {
+        throw bad(what + " holds invalid UTF-8");
+      }
+      if (cps.size() != 1) throw bad(what + ": \"" + s + "\" is not one character");
+      return cps[0];
+    };
+    std::map<char32_t, char32_t> out;
+    for (const auto& [key, value] : j.items()) {
+      if (!value.is_string()) throw bad(what + ": the variant of \"" + key + "\" is not a string");
+      out.emplace(one(key), one(value.get<std::string>()));
+    }
+    return out;
   }
 
   // The names in metadata "quantization", which must say zibert's scheme.

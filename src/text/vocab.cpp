@@ -49,6 +49,18 @@ Vocab Vocab::from_tokens(const std::vector<std::string>& tokens) {
   return Vocab(std::move(chars));
 }
 
+void Vocab::set_variants(std::map<char32_t, char32_t> variants) {
+  std::unordered_map<char32_t, std::int32_t> ids;
+  for (const auto& [from, to] : variants) {
+    const std::string pair = utf8_encode(from) + " -> " + utf8_encode(to);
+    if (has_row(from)) throw Error("variant " + pair + ": " + utf8_encode(from) + " has a row of its own");
+    if (!has_row(to)) throw Error("variant " + pair + ": " + utf8_encode(to) + " is not in the vocabulary");
+    ids.emplace(from, id(to));
+  }
+  variants_ = std::move(variants);
+  variant_ids_ = std::move(ids);
+}
+
 void VocabBuilder::add(const std::vector<char32_t>& text) {
   for (char32_t cp : text) ++counts_[cp];
 }

@@ -89,8 +89,13 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
       std::vector<char32_t> chars = vocab.chars();
       const Vocab seen = builder.build(opt.min_count);
       for (char32_t c : seen.chars())
-        if (vocab.id(c) == kUnk) chars.push_back(c), ++added;
-      if (added > 0) vocab = Vocab(std::move(chars));
+        if (!vocab.has_row(c)) chars.push_back(c), ++added;
+      if (added > 0) {  // the base's variants stay, but for characters that now have rows of their own
+        std::map<char32_t, char32_t> variants = vocab.variants();
+        for (char32_t c : seen.chars()) variants.erase(c);
+        vocab = Vocab(std::move(chars));
+        vocab.set_variants(std::move(variants));
+      }
       config.vocab_size = vocab.size();
     }
   } else {

@@ -1,6 +1,7 @@
 // The character vocabulary: special tokens, then code points by frequency.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -16,10 +17,14 @@ class Vocab {
   // chars[i] is the code point of id kNumSpecial + i. Throws on duplicates.
   explicit Vocab(std::vector<char32_t> chars);
 
-  std::int32_t id(char32_t cp) const {  // unknown characters map to [UNK]
-    auto it = index_.find(cp);
-    return it == index_.end() ? kUnk : it->second;
+  // A character's row; else its variant's (below); else [UNK].
+  std::int32_t id(char32_t cp) const {
+    if (auto it = index_.find(cp); it != index_.end()) return it->second;
+    if (variants_.empty()) return kUnk;
+    auto it = variant_ids_.find(cp);
+    return it == variant_ids_.end() ? kUnk : it->second;
   }
+  bool has_row(char32_t cp) const { return index_.count(cp) != 0; }
   std::int64_t size() const { return kNumSpecial + static_cast<std::int64_t>(chars_.size()); }
   const std::vector<char32_t>& chars() const { return chars_; }
   // The printable form of one id: a special's name or the character in UTF-8.
@@ -30,10 +35,20 @@ class Vocab {
   // Inverse of tokens(); throws Error naming what is wrong.
   static Vocab from_tokens(const std::vector<std::string>& tokens);
 
+  // Variants: characters without a row that read as another character's row
+  // (仏 as 佛, 緑 as 绿), so a script or form the training data lacked is not
+  // [UNK] (zibert variants attaches them). Each key has no row, each value has
+  // one; throws Error naming the pair otherwise. Replaces the ones there were.
+  void set_variants(std::map<char32_t, char32_t> variants);
+  const std::map<char32_t, char32_t>& variants() const { return variants_; }
+
  private:
   std::vector<char32_t> chars_;
   std::unordered_map<char32_t, std::int32_t> index_;
+  std::map<char32_t, char32_t> variants_;
+  std::unordered_map<char32_t, std::int32_t> variant_ids_;
 };
+
 
 // Counts characters of normalised texts and builds a deterministic vocabulary:
 // most frequent first, ties broken by code point.

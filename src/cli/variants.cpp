@@ -1,0 +1,74 @@
+// zibert variants: let a model read characters it has no row for as variants
+// it has (text/variants.hpp): 仏 as 佛, a traditional form as the simplified
+// one. The weights stay as they are; only which row a character reads changes.
+#include <cstdio>
+
+#include "cli.hpp"
+#include "zibert/base/io.hpp"
+#include "zibert/text/variants.hpp"
+
+namespace zibert::cli {
+namespace {
+
+struct VariantsCli {
+  std::string model, table, out;
+  bool clear = false, quiet = false;
+};
+
+int run_variants(const VariantsCli& o) {
+  if (o.table.empty() == !o.clear) throw Error("give --table FILE (attach its variants) or --clear (remove them)");
+  const std::string path = resolve_model_path(o.model);
+  check_output_path(o.out);
+  Classifier model = load_classifier(path);
+  std::map<char32_t, char32_t> variants;
+  std::size_t entries = 0, with_rows = 0;
+  if (!o.clear) {
+    LineSource in = LineSource::open(o.table);
+    const VariantTable table = read_variant_table(in);
+    entries = table.size();
+    for (const auto& entry : table) with_rows += model.tokenizer.vocab().has_row(entry.first);
+    variants = resolve_variants(model.tokenizer.vocab(), table);
+  }
+  const std::size_t before = model.tokenizer.vocab().variants().size();
+  Vocab vocab = model.tokenizer.vocab();
+  vocab.set_variants(variants);
+  model.tokenizer = Tokenizer(std::move(vocab), model.tokenizer.normalization());
+  save_model(o.out, model);
+  if (o.quiet) return kExitOk;
+  if (o.clear) {
+    std::fprintf(stderr, "saved %s: %zu variants removed\n", o.out.c_str(), before);
+    return kExitOk;
+  }
+  std::fprintf(stderr,
+               "saved %s: %zu characters without a row read as a variant's (%s), replacing %zu; of the table's "
+               "%zu entries, %zu have rows of their own and %zu no variant in the vocabulary\n",
+               o.out.c_str(), variants.size(), variants_sample(variants).c_str(), before, entries, with_rows,
+               entries - with_rows - variants.size());
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_variants(CLI::App& app) {
+  auto o = std::make_shared<VariantsCli>();
+  app.footer(
+      "Let a model read characters it has no row for as variants it has: for each character of the table\n"
+      "that is not in the model's vocabulary, the first of its variants that is. Such a character read as\n"
+      "[UNK] before; the weights do not change. data/build-variants writes a table of simplified,\n"
+      "traditional, Taiwan, Hong Kong and Japanese forms from opencc's dictionaries. The variants replace\n"
+      "the ones the model had; train --init keeps them, and --extend-vocab drops the ones that get rows.\n\n"
+      "Table: one line per character, CHARACTER<TAB>VARIANTS (one or more characters, preferred first);\n"
+      "blank lines and lines starting with # are skipped.\n\n"
+      "Example:\n"
+      "  data/build-variants\n"
+      "  zibert variants -m my.safetensors --table data/variants.tsv --out my.safetensors\n"
+      "  zibert info -m my.safetensors");
+  add_model_option(app, o->model);
+  app.add_option("--table", o->table, "Variant table (data/build-variants writes one)")->check(CLI::ExistingFile);
+  app.add_flag("--clear", o->clear, "Remove the model's variants instead");
+  app.add_option("--out", o->out, "Where to write the model (may be the model itself)")->required();
+  app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");
+  return [o] { return run_variants(*o); };
+}
+
+}  // namespace zibert::cli

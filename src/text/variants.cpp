@@ -1,0 +1,77 @@
+#include "zibert/text/variants.hpp"
+
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "zibert/base/error.hpp"
+#include "zibert/base/utf8.hpp"
+#include "zibert/text/tokenizer.hpp"
+
+namespace zibert {
+namespace {
+
+std::string hex(char32_t c) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%04X", static_cast<unsigned>(c));
+  return buf;
+}
+
+}  // namespace
+
+VariantTable read_variant_table(LineSource& in) {
+  VariantTable table;
+  std::set<char32_t> seen;
+  std::string line;
+  for (std::int64_t number = 1; in.next(line); ++number) {
+    if (line.empty() || line[0] == '#') continue;
+    auto bad = [&](const std::string& what) { return error_at(in.name(), number, what); };
+    const std::size_t tab = line.find('\t');
+    if (tab == std::string::npos) throw bad("expected a character, a tab and its variants");
+    std::vector<char32_t> from, candidates;
+    try {
+      from = utf8_decode(line.substr(0, tab));
+      candidates = utf8_decode(line.substr(tab + 1));
+    } catch (const Error& e) {
+      throw bad(e.what());
+    }
+    if (from.size() != 1) throw bad("the first field is not one character");
+    if (candidates.empty()) throw bad("no variant after the tab");
+    for (char32_t c : candidates) {
+      if (c == U'\t') throw bad("more than two fields (the variants take no separator)");
+      if (c == from[0]) throw bad("the character is listed as its own variant");
+    }
+    // The tokenizer looks characters up after NFKC: one it changes is never looked up.
+    candidates.insert(candidates.begin(), from[0]);
+    for (char32_t c : candidates)
+      if (normalize(utf8_encode(c), Normalization{}) != std::vector<char32_t>{c})
+        throw bad(utf8_encode(c) + " (U+" + hex(c) + ") is not as the tokenizer normalises it (NFKC, no controls or spaces)");
+    candidates.erase(candidates.begin());
+    if (!seen.insert(from[0]).second) throw bad(utf8_encode(from[0]) + " is listed twice");
+    table.emplace_back(from[0], std::move(candidates));
+  }
+  return table;
+}
+
+std::map<char32_t, char32_t> resolve_variants(const Vocab& vocab, const VariantTable& table) {
+  std::map<char32_t, char32_t> out;
+  for (const auto& [from, candidates] : table) {
+    if (vocab.has_row(from)) continue;
+    for (char32_t to : candidates)
+      if (vocab.has_row(to)) {
+        out.emplace(from, to);
+        break;
+      }
+  }
+  return out;
+}
+
+std::string variants_sample(const std::map<char32_t, char32_t>& variants, std::size_t shown) {
+  std::string out;
+  std::size_t n = 0;
+  for (auto it = variants.begin(); it != variants.end() && n < shown; ++it, ++n)
+    out += (out.empty() ? "" : ", ") + utf8_encode(it->first) + " as " + utf8_encode(it->second);
+  return variants.size() > shown ? out + ", ..." : out;
+}
+
+}  // namespace zibert
