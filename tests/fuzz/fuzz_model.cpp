@@ -1,5 +1,5 @@
 // libFuzzer target: a whole model file (container, metadata, config,
-// vocabulary, tensor names and shapes, dtypes, weights and int8 scales) on
+// vocabulary and its variants, tensor names and shapes, dtypes, weights and int8 scales) on
 // arbitrary bytes.
 #include <cstdint>
 #include <string_view>
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     zibert::Classifier model = zibert::decode_model(bytes, "fuzz");
     // A model the reader accepts must also run.
-    std::vector<std::int32_t> ids = model.tokenizer.encode("佛跳墙");
+    std::vector<std::int32_t> ids = model.tokenizer.encode("佛跳墙仏");  // 仏: [UNK], or a variant
     if (static_cast<std::int64_t>(ids.size()) + 2 <= model.config.max_len) {
       zibert::Batch batch;
       batch.size = 1;
