@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "zibert/model/safetensors.hpp"
+
 namespace zibert::test {
 
 ModelConfig model_shape(std::int64_t vocab, std::int64_t max_len, std::int64_t dim, std::int64_t heads,
@@ -102,6 +104,17 @@ std::string shared_dir(const std::string& name, const std::function<void(const s
   make(dir);
   write_text(dir + "/.made-by", stamp);
   return dir;
+}
+
+void write_with_metadata(const std::string& from, const std::string& to, const std::string& key,
+                         const std::string& value) {
+  const std::string bytes = read_text(from);
+  const SafeTensors file = decode_safetensors(bytes, from);
+  std::map<std::string, std::string> meta = file.metadata;
+  meta[key] = value;
+  std::vector<TensorRef> tensors;
+  for (const auto& [name, t] : file.tensors) tensors.push_back({name, t.shape, t.bytes, t.dtype});
+  write_text(to, encode_safetensors(meta, tensors));
 }
 
 void write_text(const std::string& path, const std::string& text) {

@@ -31,6 +31,10 @@ std::string temp_dir();
 std::string shared_dir(const std::string& name, const std::function<void(const std::string& dir)>& make);
 
 void write_text(const std::string& path, const std::string& text);
+// Writes the model file `from` to `to` with one metadata string set to value
+// (the hostile-metadata tests).
+void write_with_metadata(const std::string& from, const std::string& to, const std::string& key,
+                         const std::string& value);
 std::string read_text(const std::string& path);
 std::vector<std::string> lines_of(const std::string& text);
 

@@ -101,16 +101,10 @@ TEST_CASE("a model file keeps its calibration and refuses a bad one", "[calibrat
   CHECK(back.calibration->examples == 10);
 
   // The metadata rewritten by hand: each bad form exits 2 naming the file.
-  const std::string bytes = read_text(dir + "/c.safetensors");
-  const SafeTensors file = decode_safetensors(bytes, "c");
   for (const char* bad : {R"({"temperature": 0})", R"({"temperature": -1})", R"({"temperature": "2"})",
                                  R"({"method": "platt", "temperature": 2})", R"({})", R"([1])",
                                  R"({"temperature": 2, "before": {"nll": "x"}})"}) {
-    std::map<std::string, std::string> meta = file.metadata;
-    meta["calibration"] = bad;
-    std::vector<TensorRef> tensors;
-    for (const auto& [name, t] : file.tensors) tensors.push_back({name, t.shape, t.bytes, t.dtype});
-    write_text(dir + "/bad.safetensors", encode_safetensors(meta, tensors));
+    write_with_metadata(dir + "/c.safetensors", dir + "/bad.safetensors", "calibration", bad);
     RunResult r = run_zibert("classify -m " + dir + "/bad.safetensors " ZIBERT_SOURCE_DIR "/data/demo.txt");
     INFO(bad << ": " << r.err);
     CHECK(r.status == 2);
