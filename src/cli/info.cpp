@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "cli.hpp"
-#include "zibert/text/variants.hpp"
 #include "zibert/nn/qgemm.hpp"
+#include "zibert/text/variants.hpp"
 
 namespace zibert::cli {
 namespace {

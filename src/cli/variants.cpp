@@ -61,7 +61,7 @@ Runner setup_variants(CLI::App& app) {
       "blank lines and lines starting with # are skipped.\n\n"
       "Example:\n"
       "  data/build-variants\n"
-      "  zibert variants -m my.safetensors --table data/variants.tsv --out my.safetensors\n"
+      "  zibert variants -m my.safetensors --table data/gen/variants.tsv --out my.safetensors\n"
       "  zibert info -m my.safetensors");
   add_model_option(app, o->model);
   app.add_option("--table", o->table, "Variant table (data/build-variants writes one)")->check(CLI::ExistingFile);

@@ -49,7 +49,6 @@ class Vocab {
   std::unordered_map<char32_t, std::int32_t> variant_ids_;
 };
 
-
 // Counts characters of normalised texts and builds a deterministic vocabulary:
 // most frequent first, ties broken by code point.
 class VocabBuilder {
