@@ -42,6 +42,7 @@ TEST_CASE("a vocabulary reads a variant as its character's row, and refuses a pa
   CHECK(v.id(U'仏') == v.id(U'佛'));  // a refused set leaves the old variants
   v.set_variants({});
   CHECK(v.id(U'仏') == kUnk);
+  CHECK_THROWS_WITH(Vocab({U'佛', U'佛'}), Catch::Contains("the character U+4F5B twice"));
 }
 
 TEST_CASE("read_variant_table and resolve_variants: the first candidate with a row, bad lines named", "[variants]") {

@@ -1,5 +1,7 @@
 #include "zibert/base/utf8.hpp"
 
+#include <cstdio>
+
 #include <utf8proc.h>
 
 namespace zibert {
@@ -50,6 +52,12 @@ std::int64_t invalid_utf8_offset(std::string_view text) {
     return e.byte;
   }
   return -1;
+}
+
+std::string code_point_name(char32_t cp) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
+  return buf;
 }
 
 std::string utf8_encode(char32_t cp) {

@@ -1,6 +1,5 @@
 #include "zibert/text/variants.hpp"
 
-#include <cstdio>
 #include <set>
 #include <string>
 
@@ -9,15 +8,6 @@
 #include "zibert/text/tokenizer.hpp"
 
 namespace zibert {
-namespace {
-
-std::string hex(char32_t c) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04X", static_cast<unsigned>(c));
-  return buf;
-}
-
-}  // namespace
 
 VariantTable read_variant_table(LineSource& in) {
   VariantTable table;
@@ -42,11 +32,13 @@ VariantTable read_variant_table(LineSource& in) {
       if (c == from[0]) throw bad("the character is listed as its own variant");
     }
     // The tokenizer looks characters up after NFKC: one it changes is never looked up.
-    candidates.insert(candidates.begin(), from[0]);
-    for (char32_t c : candidates)
+    auto check_normal = [&](char32_t c) {
       if (normalize(utf8_encode(c), Normalization{}) != std::vector<char32_t>{c})
-        throw bad(utf8_encode(c) + " (U+" + hex(c) + ") is not as the tokenizer normalises it (NFKC, no controls or spaces)");
-    candidates.erase(candidates.begin());
+        throw bad(utf8_encode(c) + " (" + code_point_name(c) +
+                  ") is not as the tokenizer normalises it (NFKC, no controls or spaces)");
+    };
+    check_normal(from[0]);
+    for (char32_t c : candidates) check_normal(c);
     if (!seen.insert(from[0]).second) throw bad(utf8_encode(from[0]) + " is listed twice");
     table.emplace_back(from[0], std::move(candidates));
   }

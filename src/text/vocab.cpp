@@ -11,7 +11,7 @@ Vocab::Vocab(std::vector<char32_t> chars) : chars_(std::move(chars)) {
   index_.reserve(chars_.size());
   for (std::size_t i = 0; i < chars_.size(); ++i) {
     auto [it, fresh] = index_.emplace(chars_[i], static_cast<std::int32_t>(kNumSpecial + i));
-    if (!fresh) throw Error("vocabulary lists the character U+" + std::to_string(chars_[i]) + " twice");
+    if (!fresh) throw Error("vocabulary lists the character " + code_point_name(chars_[i]) + " twice");
   }
 }
 

@@ -30,5 +30,7 @@ std::int64_t invalid_utf8_offset(std::string_view text);
 
 std::string utf8_encode(char32_t cp);
 std::string utf8_encode(const std::vector<char32_t>& cps);
+// "U+4F5B": a code point as Unicode names it, for messages.
+std::string code_point_name(char32_t cp);
 
 }  // namespace zibert

@@ -20,7 +20,6 @@ class Vocab {
   // A character's row; else its variant's (below); else [UNK].
   std::int32_t id(char32_t cp) const {
     if (auto it = index_.find(cp); it != index_.end()) return it->second;
-    if (variants_.empty()) return kUnk;
     auto it = variant_ids_.find(cp);
     return it == variant_ids_.end() ? kUnk : it->second;
   }
