@@ -108,8 +108,7 @@ void gather_projections(const Bert<T>& net, const EmbeddingTables<T>& tables, co
   template void tabulate<T>(const Bert<T>&, EmbeddingTables<T>&, const std::int32_t*, std::size_t);           \
   template void check_tables<T>(const Bert<T>&, const EmbeddingTables<T>&);                                   \
   template void gather_projections<T>(const Bert<T>&, const EmbeddingTables<T>&, const Batch&, const T*, Ref<T>);
-ZIBERT_INSTANTIATE(float)
-ZIBERT_INSTANTIATE(double)
+ZIBERT_INSTANTIATE(ZIBERT_REAL)
 #undef ZIBERT_INSTANTIATE
 
 }  // namespace zibert

@@ -143,8 +143,7 @@ void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std:
   template void predict_batches<T>(const Bert<T>&, const std::vector<Batch>&, std::vector<InferenceCache<T>>&,       \
                                    const std::function<void(std::size_t, const CMatMap<T>&)>&,                       \
                                    const EmbeddingTables<T>*, const LinearProducts<T>&);
-ZIBERT_INSTANTIATE(float)
-ZIBERT_INSTANTIATE(double)
+ZIBERT_INSTANTIATE(ZIBERT_REAL)
 #undef ZIBERT_INSTANTIATE
 
 }  // namespace zibert

@@ -397,11 +397,8 @@ void label_probabilities(const ModelConfig& config, Ref<T> x) {
     softmax_rows<T>(x);
 }
 
-template void label_probabilities<float>(const ModelConfig&, Ref<float>);
-template void label_probabilities<double>(const ModelConfig&, Ref<double>);
-template struct Embeddings<float>;
-template struct Embeddings<double>;
-template class Bert<float>;
-template class Bert<double>;
+template void label_probabilities<ZIBERT_REAL>(const ModelConfig&, Ref<ZIBERT_REAL>);
+template struct Embeddings<ZIBERT_REAL>;
+template class Bert<ZIBERT_REAL>;
 
 }  // namespace zibert

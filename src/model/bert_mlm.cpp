@@ -94,13 +94,12 @@ void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only) {
   }
 }
 
-template float Bert<float>::forward_mlm(const MaskedBatch&, ModelCache<float>&, const DropoutRng*, LastRows) const;
-template double Bert<double>::forward_mlm(const MaskedBatch&, ModelCache<double>&, const DropoutRng*, LastRows) const;
-template void Bert<float>::backward_mlm(const MaskedBatch&, ModelCache<float>&);
-template void Bert<double>::backward_mlm(const MaskedBatch&, ModelCache<double>&);
-template void copy_encoder_weights<float>(const Bert<float>&, Bert<float>&);
-template void copy_encoder_weights<double>(const Bert<double>&, Bert<double>&);
-template void copy_weights<float>(const Bert<float>&, Bert<float>&, bool);
-template void copy_weights<double>(const Bert<double>&, Bert<double>&, bool);
+#define ZIBERT_INSTANTIATE(T)                                                                                 \
+  template T Bert<T>::forward_mlm(const MaskedBatch&, ModelCache<T>&, const DropoutRng*, LastRows) const;    \
+  template void Bert<T>::backward_mlm(const MaskedBatch&, ModelCache<T>&);                                    \
+  template void copy_encoder_weights<T>(const Bert<T>&, Bert<T>&);                                            \
+  template void copy_weights<T>(const Bert<T>&, Bert<T>&, bool);
+ZIBERT_INSTANTIATE(ZIBERT_REAL)
+#undef ZIBERT_INSTANTIATE
 
 }  // namespace zibert

@@ -251,7 +251,6 @@ void SelfAttention<T>::backward_rows(const CRef<T>& x, const CRef<T>& dy, Index 
   for (Index i = 0; i < m; ++i) dx.row(rows[i]) += dxq.row(i);
 }
 
-template struct SelfAttention<float>;
-template struct SelfAttention<double>;
+template struct SelfAttention<ZIBERT_REAL>;
 
 }  // namespace zibert

@@ -11,30 +11,6 @@
 
 namespace zibert {
 
-template <class T>
-void eigen_matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
-                  const T* bias) {
-  if (bias && !accumulate) {
-    c.rowwise() = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, c.cols());
-    accumulate = true;
-  }
-  auto assign = [&](const auto& product) {
-    if (accumulate)
-      c.noalias() += product;
-    else
-      c.noalias() = product;
-  };
-  if (ta && tb) assign(a.transpose() * b.transpose());
-  else if (ta) assign(a.transpose() * b);
-  else if (tb) assign(a * b.transpose());
-  else assign(a * b);
-}
-
-template void eigen_matmul<float>(const CRef<float>&, bool, const CRef<float>&, bool, Ref<float>, bool,
-                                  const float*);
-template void eigen_matmul<double>(const CRef<double>&, bool, const CRef<double>&, bool, Ref<double>, bool,
-                                   const double*);
-
 namespace {
 
 #if defined(ZIBERT_NATIVE_GEMM)

@@ -232,8 +232,7 @@ void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* tar
   template void sigmoid<T>(Ref<T>);                                                             \
   template T binary_cross_entropy_forward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);      \
   template void binary_cross_entropy_backward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);
-ZIBERT_INSTANTIATE(float)
-ZIBERT_INSTANTIATE(double)
+ZIBERT_INSTANTIATE(ZIBERT_REAL)
 #undef ZIBERT_INSTANTIATE
 
 }  // namespace zibert

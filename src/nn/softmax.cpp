@@ -108,7 +108,6 @@ Index masked_softmax(Ref<T> p, const std::uint8_t* valid, T scale, T* sums) {
   return seq;
 }
 
-template Index masked_softmax<float>(Ref<float>, const std::uint8_t*, float, float*);
-template Index masked_softmax<double>(Ref<double>, const std::uint8_t*, double, double*);
+template Index masked_softmax<ZIBERT_REAL>(Ref<ZIBERT_REAL>, const std::uint8_t*, ZIBERT_REAL, ZIBERT_REAL*);
 
 }  // namespace zibert

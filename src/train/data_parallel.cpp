@@ -137,7 +137,6 @@ T DataParallel<T>::train_mlm(Bert<T>& net, const MaskedBatch& batch, const Dropo
   });
 }
 
-template class DataParallel<float>;
-template class DataParallel<double>;
+template class DataParallel<ZIBERT_REAL>;
 
 }  // namespace zibert

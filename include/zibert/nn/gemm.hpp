@@ -53,8 +53,9 @@ void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<floa
 template <class T>
 void eigen_matmul(const CRef<T>& a, bool ta, const CRef<T>& b, bool tb, Ref<T> c, bool accumulate,
                   const T* bias = nullptr);
-// Defined once, in gemm.cpp: each of Eigen's eight products instantiated in
-// every file that multiplies doubles cost seconds of compile time a file.
+// Defined once, in eigen_matmul.cpp (double in the tests' zibert_f64): each of
+// Eigen's eight products instantiated in every file that multiplies doubles
+// cost seconds of compile time a file.
 extern template void eigen_matmul<float>(const CRef<float>&, bool, const CRef<float>&, bool, Ref<float>, bool,
                                          const float*);
 extern template void eigen_matmul<double>(const CRef<double>&, bool, const CRef<double>&, bool, Ref<double>, bool,

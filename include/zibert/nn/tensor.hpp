@@ -4,6 +4,17 @@
 #include <cstdint>
 #include <vector>
 
+// The floating type a source file instantiates its templates for: float in
+// the libraries the program links, double when the tests' zibert_f64 library
+// compiles the same file again with ZIBERT_F64 (CMakeLists.txt), for their
+// double-precision gradient checks. The program never computes in double, and
+// its build skips the double instantiations' minute of compiling.
+#ifdef ZIBERT_F64
+#define ZIBERT_REAL double
+#else
+#define ZIBERT_REAL float
+#endif
+
 namespace zibert {
 
 using Index = Eigen::Index;
