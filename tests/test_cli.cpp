@@ -87,6 +87,30 @@ TEST_CASE("usage and file errors exit 2 with one error line", "[cli]") {
   CHECK(r.out.empty());
 }
 
+TEST_CASE("every floating-point option refuses nan (CLI11 Range lets it through)", "[cli]") {
+  // Found from each command's --help, so an option added later is held to it too.
+  std::size_t checked = 0;
+  for (const char* cmd : {"train", "pretrain", "classify", "eval", "embed", "synth", "bench", "explain", "calibrate",
+                          "quantize", "fill-mask", "plot", "variants", "info"}) {
+    const RunResult help = run_zibert(std::string(cmd) + " --help");
+    REQUIRE(help.status == 0);
+    for (const std::string& line : lines_of(help.out)) {
+      const std::size_t at = line.find("--"), type = line.find(" FLOAT");
+      if (at == std::string::npos || type == std::string::npos || type < at) continue;
+      const std::string option = line.substr(at, line.find_first_of(" ,", at) - at);
+      INFO(cmd << " " << option);
+      for (const char* value : {"nan", "NaN", "-nan"}) {
+        const RunResult r = run_zibert(std::string(cmd) + " " + option + " " + value);
+        CHECK(r.status == 2);
+        CHECK(r.err == "zibert: error: " + option + ": Value " + value + " is not a number\n");
+        CHECK(r.out.empty());
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked >= 19);  // --threshold twice, train's 8, pretrain's 6, synth's 2, bench's --seconds
+}
+
 TEST_CASE("help and version", "[cli]") {
   RunResult v = run_zibert("--version");
   CHECK(v.status == 0);

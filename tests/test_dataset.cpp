@@ -1,7 +1,9 @@
 // Training-data readers: TSV (header or not), fastText, JSONL; errors name the line.
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <sstream>
 
+#include "zibert/base/error.hpp"
 #include "zibert/model/batch.hpp"
 #include "zibert/text/vocab.hpp"
 #include "zibert/text/dataset.hpp"
@@ -69,6 +71,12 @@ TEST_CASE("hold-out split is seeded and loses no row", "[dataset]") {
   CHECK(dev_a.rows.size() == 10);
   CHECK(a.rows.size() == 90);
   for (std::size_t i = 0; i < dev_a.rows.size(); ++i) CHECK(dev_a.rows[i].text == dev_b.rows[i].text);
+  // A fraction outside [0, 1), nan among them, is an error, not a count past the rows.
+  for (double bad : {std::nan(""), -0.1, 1.0, 2.0}) {
+    Dataset c = parse(text), dev_c;
+    CHECK_THROWS_AS(split_holdout(c, dev_c, bad, 5), Error);
+    CHECK(c.rows.size() == 100);
+  }
 }
 
 TEST_CASE("length-bucketed batches cover every item once", "[batching]") {

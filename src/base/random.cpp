@@ -1,6 +1,9 @@
 #include "zibert/base/random.hpp"
 
+#include <string>
 #include <utility>
+
+#include "zibert/base/error.hpp"
 
 namespace zibert {
 
@@ -13,6 +16,8 @@ void seeded_shuffle(std::vector<std::size_t>& items, std::uint64_t seed) {
 }
 
 std::vector<std::uint8_t> holdout_mask(std::size_t n, double fraction, std::uint64_t seed) {
+  if (!(fraction >= 0 && fraction < 1))  // nan too
+    throw Error("a hold-out fraction must be in [0, 1), not " + std::to_string(fraction));
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
   seeded_shuffle(order, seed);

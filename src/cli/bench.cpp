@@ -59,7 +59,7 @@ Runner setup_bench(CLI::App& app) {
   app.add_option("--max-len", s.max_len, "Positions, [CLS]/[SEP] included")->check(CLI::Range(3, 8192))->capture_default_str();
   app.add_option("--vocab", s.vocab_size, "Vocabulary size of generated data")->check(CLI::Range(6, 10000000))->capture_default_str();
   app.add_option("--batch", o->bench.batch, "Examples per training batch (inference batches as classify does)")->check(CLI::Range(1, 65536))->capture_default_str();
-  app.add_option("--seconds", o->bench.seconds, "Seconds per phase")->check(CLI::Range(0.001, 3600.0))->capture_default_str();
+  app.add_option("--seconds", o->bench.seconds, "Seconds per phase")->check(finite_range(0.001, 3600.0))->capture_default_str();
   app.add_option("--lengths", o->lengths, "Generated text lengths MIN-MAX in characters, uniform (default 8 to max-len - 2)");
   app.add_option("--texts", o->bench.texts, "Generated texts")->check(CLI::Range(1, 10000000))->capture_default_str();
   app.add_option("--data", o->bench.data, "Take the texts from this labelled file instead");

@@ -24,6 +24,10 @@ void add_threads_option(CLI::App& app, int& threads);
 void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs);  // files, - or none for stdin
 void add_invalid_option(CLI::App& app, std::string& invalid);             // --invalid error|replace
 CLI::Option* add_threshold_option(CLI::App& app, double& threshold);
+// CLI::Range(lo, hi) for a floating-point option, refusing nan as well: CLI11
+// reads "nan" as a number, and every comparison with it is false, so
+// CLI::Range lets it through (--holdout nan crashed, --clip nan was ignored).
+CLI::Validator finite_range(double lo, double hi);
 // --line-offset N: each input's first line is line N + 1 (records, -n, errors),
 // for a block of a larger input (parallel --pipe -N: $(( ({#} - 1) * N ))).
 void add_line_offset_option(CLI::App& app, std::int64_t& offset);

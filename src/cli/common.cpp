@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <Eigen/Core>
+#include <cmath>
 #include <cstdlib>
 
 #include "cli.hpp"
@@ -64,9 +65,21 @@ void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
 }
 
+CLI::Validator finite_range(double lo, double hi) {
+  const CLI::Range range(lo, hi);
+  return CLI::Validator(
+      [range](std::string& input) {
+        double value = 0;
+        if (CLI::detail::lexical_cast(input, value) && std::isnan(value))
+          return "Value " + input + " is not a number";
+        return range(input);
+      },
+      range.get_description());
+}
+
 CLI::Option* add_threshold_option(CLI::App& app, double& threshold) {
   return app.add_option("--threshold", threshold, "P(positive) needed for the positive label (binary models)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_range(0.0, 1.0))
       ->capture_default_str();
 }
 

@@ -157,7 +157,7 @@ Runner setup_pretrain(CLI::App& app) {
   app.add_option("--dev-text", o->dev, "Held-out text scored each epoch (default: a seeded hold-out of the first --text)")
       ->check(CLI::ExistingFile);
   app.add_option("--holdout", o->holdout, "Fraction of the first --text's lines held out when --dev-text is absent")
-      ->check(CLI::Range(0.001, 0.5))->capture_default_str();
+      ->check(finite_range(0.001, 0.5))->capture_default_str();
   app.add_option("--out", o->out, "Encoder file to write (safetensors; required unless --resume)");
   CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);

@@ -88,19 +88,19 @@ void add_shape_options(CLI::App& app, ModelConfig& s, CLI::Option* init) {
   // The initial model fixes the shape; a shape flag next to --init is a mistake.
   for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--max-len", "--tie-qk", "--no-position"})
     init->excludes(app.get_option(shape_flag));
-  app.add_option("--dropout", s.dropout, "Dropout probability")->check(CLI::Range(0.0, 0.9))->capture_default_str();
+  app.add_option("--dropout", s.dropout, "Dropout probability")->check(finite_range(0.0, 0.9))->capture_default_str();
 }
 
 void add_optimizer_options(CLI::App& app, TrainOptions& t) {
   app.add_option("--epochs", t.epochs, "Passes over the data")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--batch", t.batch, "Sequences per step")->check(CLI::Range(1, 65536))->capture_default_str();
-  app.add_option("--lr", t.adam.lr, "Peak learning rate")->check(CLI::Range(0.0, 10.0))->capture_default_str();
+  app.add_option("--lr", t.adam.lr, "Peak learning rate")->check(finite_range(0.0, 10.0))->capture_default_str();
   app.add_option("--warmup", t.warmup, "Fraction of steps with linear warmup")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(finite_range(0.0, 1.0))->capture_default_str();
   app.add_option("--weight-decay", t.adam.weight_decay, "AdamW decoupled weight decay (matrices only)")
-      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+      ->check(finite_range(0.0, 1.0))->capture_default_str();
   app.add_option("--clip", t.adam.clip_norm, "Max gradient norm (0 = no clipping)")
-      ->check(CLI::Range(0.0, 1e6))->capture_default_str();
+      ->check(finite_range(0.0, 1e6))->capture_default_str();
   app.add_option("--seed", t.seed, "Random seed (weights, shuffling, dropout, masks, hold-out)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -106,9 +106,9 @@ Runner setup_synth(CLI::App& app) {
                "not a terminal (on a terminal it is shown anyway)");
   app.add_option("--seed", o->synth.seed, "Random seed")->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--dev-fraction", o->synth.dev_fraction, "Share of base sentences for dev")
-      ->check(CLI::Range(0.0, 0.5))->capture_default_str();
+      ->check(finite_range(0.0, 0.5))->capture_default_str();
   app.add_option("--test-fraction", o->synth.test_fraction, "Share of base sentences for test")
-      ->check(CLI::Range(0.0, 0.5))->capture_default_str();
+      ->check(finite_range(0.0, 0.5))->capture_default_str();
   app.add_option("--copies", o->synth.copies, "Examples generated per base sentence")
       ->check(CLI::Range(1, 100))->capture_default_str();
   return [o] { return run_synth(*o); };

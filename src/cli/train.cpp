@@ -205,7 +205,7 @@ Runner setup_train(CLI::App& app) {
       ->check(CLI::Validator(
           [](std::string& path) { return path == "-" ? std::string() : CLI::ExistingFile(path); }, "FILE or -"));
   app.add_option("--dev", o->dev, "Dev data (default: a seeded 10% hold-out of --data)")->check(CLI::ExistingFile);
-  app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(CLI::Range(0.01, 0.5))
+  app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(finite_range(0.01, 0.5))
       ->capture_default_str();
   app.add_option("--out", o->out, "Model file to write (safetensors; required unless --resume)");
   CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
@@ -221,7 +221,7 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--pretrain-text", o->pretrain_texts, "More raw text for that pretraining, one text per line (repeat)")
       ->check(CLI::ExistingFile)->needs(pre);
   app.add_option("--pretrain-lr", o->pretrain_lr, "Peak learning rate of the pretraining")
-      ->check(CLI::Range(0.0, 10.0))->capture_default_str()->needs(pre);
+      ->check(finite_range(0.0, 10.0))->capture_default_str()->needs(pre);
   app.add_option("--pretrain-batch", o->pretrain_batch, "Sequences per pretraining step")
       ->check(CLI::Range(1, 65536))->capture_default_str()->needs(pre);
   app.add_option("--min-count", o->train.min_count, "Keep characters seen at least this often")
@@ -237,7 +237,7 @@ Runner setup_train(CLI::App& app) {
   app.add_option("--label-smoothing", o->train.label_smoothing,
                  "Label smoothing ε: train towards (1 − ε) on the label and ε/K on every label, not 1 on the label "
                  "(bounds the logits; single-label models)")
-      ->check(CLI::Range(0.0, 0.5))->capture_default_str();
+      ->check(finite_range(0.0, 0.5))->capture_default_str();
   app.add_option("--outliers", o->outliers,
                  "Texts that belong to none of the labels, one per line (repeat): trained towards the uniform "
                  "distribution over the labels, so that inputs like them get unsure probabilities (outlier "

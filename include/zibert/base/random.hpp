@@ -29,6 +29,7 @@ void seeded_shuffle(std::vector<std::size_t>& items, std::uint64_t seed);
 
 // Which of n items a seeded hold-out of this fraction takes (1 = held out):
 // at least one when n >= 2. Every dev split (train's, pretrain's) draws it so.
+// Throws Error for a fraction outside [0, 1) or nan.
 std::vector<std::uint8_t> holdout_mask(std::size_t n, double fraction, std::uint64_t seed);
 
 }  // namespace zibert
