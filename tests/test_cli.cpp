@@ -111,6 +111,51 @@ TEST_CASE("every floating-point option refuses nan (CLI11 Range lets it through)
   CHECK(checked >= 19);  // --threshold twice, train's 8, pretrain's 6, synth's 2, bench's --seconds
 }
 
+TEST_CASE("no command writes over a file it reads", "[cli]") {
+  const std::string dir = temp_dir(), d = dir + "/data.tsv", v = dir + "/dev.tsv", t = dir + "/text.txt";
+  const std::string m = dir + "/model.safetensors";
+  const std::string data = "1\t佛跳墙\n0\t狗急跳墙\n1\t一坛佛跳墙\n0\t仿佛\n";
+  for (const std::string& path : {d, v}) write_text(path, data);
+  write_text(t, "佛跳墙好吃\n");
+  save_model(m, tiny_classifier(3));
+  const std::string model_bytes = read_text(m);
+  REQUIRE(run_shell("mkdir " + dir + "/s && cp " + d + " " + dir + "/s/train.tsv && ln " + d + " " + dir + "/link.tsv")
+              .status == 0);
+  struct Case {
+    std::string args, error;
+  };
+  const std::string shape = " --epochs 1 --layers 1 --dim 16 --ffn 16 --heads 2";
+  auto c = GENERATE_COPY(values<Case>({
+      {"train --data " + d + " --out " + d + shape, d + ": --out would overwrite --data's file; give it"},
+      {"train --data " + d + " --dev " + v + " --out " + dir + "/./dev.tsv" + shape,
+       dir + "/./dev.tsv: --out would overwrite --dev's file (" + v + ")"},
+      {"train --data " + d + " --out " + dir + "/link.tsv" + shape, "--out would overwrite --data's file"},
+      {"train --data " + d + " --out " + dir + "/m2.safetensors --log " + d + shape, "--log would overwrite --data's"},
+      {"train --data " + d + " --out " + dir + "/m2.safetensors --checkpoint " + d + shape,
+       "the checkpoint would overwrite --data's"},
+      {"train --data " + d + " --out " + dir + "/m2.safetensors --outliers " + t + " --log " + t + shape,
+       "--log would overwrite --outliers's"},
+      {"train --data " + d + " --out " + dir + "/m2.safetensors --log " + dir + "/m2.safetensors" + shape,
+       "--log needs a path of its own (not --out's)"},
+      {"pretrain --text " + t + " --out " + t + shape, t + ": --out would overwrite --text's file"},
+      {"calibrate -m " + m + " --data " + d + " --out " + d, "--out would overwrite --data's file"},
+      {"quantize -m " + m + " --out " + m, "--out would overwrite the model being quantized's file"},
+      {"variants -m " + m + " --table " + t + " --out " + t, "--out would overwrite --table's file"},
+      {"plot " + t + " --svg " + t, "--svg would overwrite the training log's file"},
+      {"explain -m " + m + " --file " + t + " --svg " + t, "--svg would overwrite --file's file"},
+      {"synth --phrase 佛跳墙 --corpus " + dir + "/s/train.tsv --out " + dir + "/s", "--out would overwrite --corpus's"},
+  }));
+  INFO(c.args);
+  const RunResult r = run_zibert(c.args);
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("zibert: error: ") && Catch::Contains(c.error));
+  CHECK(read_text(d) == data);
+  CHECK(read_text(v) == data);
+  CHECK(read_text(dir + "/s/train.tsv") == data);
+  CHECK(read_text(t) == "佛跳墙好吃\n");
+  CHECK(read_text(m) == model_bytes);
+}
+
 TEST_CASE("help and version", "[cli]") {
   RunResult v = run_zibert("--version");
   CHECK(v.status == 0);

@@ -38,6 +38,18 @@ void check_output_path(const std::string& path) {
   if (::access(dir.c_str(), W_OK) != 0) throw Error(path + ": directory " + dir + " is not writable");
 }
 
+void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& inputs) {
+  struct stat out {};
+  if (output.path.empty() || output.path == "-" || ::stat(output.path.c_str(), &out) != 0) return;
+  for (const NamedPath& input : inputs) {
+    struct stat in {};
+    if (input.path.empty() || input.path == "-" || ::stat(input.path.c_str(), &in) != 0) continue;
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw Error(output.path + ": " + output.flag + " would overwrite " + input.flag + "'s file" +
+                  (input.path == output.path ? "" : " (" + input.path + ")") + "; give it a path of its own");
+  }
+}
+
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   check_output_path(path);
   std::string tmpl = path + ".tmp.XXXXXX";

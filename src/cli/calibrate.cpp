@@ -21,7 +21,8 @@ struct CalibrateCli {
 int run_calibrate(const CalibrateCli& o) {
   apply_threads(o.threads);
   const std::string path = resolve_model_path(o.model);
-  check_output_path(o.out);
+  check_output_path(o.out);  // the model itself may be --out: it is rewritten with its temperature
+  check_not_an_input({"--out", o.out}, {{"--data", o.data}});
   Classifier model = load_classifier(path);
   if (model.config.multi_label)
     throw Error(path + ": a multi-label model's sigmoids are not calibrated by a temperature (it scales a softmax)");

@@ -22,6 +22,7 @@ int run_explain(const ExplainCli& o) {
   apply_threads(o.threads);
   if (o.text.empty() == o.file.empty()) throw Error("explain needs a TEXT or --file FILE (one of them)");
   if (!o.svg.empty()) check_output_path(o.svg);
+  check_not_an_input({"--svg", o.svg}, {{"--file", o.file}, {"-m", o.model}});
   Classifier model = load_classifier(o.model);
   std::string text = o.text;
   if (!o.file.empty()) {  // the whole file is one text, lines joined by spaces

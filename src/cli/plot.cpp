@@ -32,6 +32,7 @@ int run_reliability(const PlotCli& o) {
 
 int run_plot(const PlotCli& o) {
   check_output_path(o.svg);
+  check_not_an_input({"--svg", o.svg}, {{"the training log", o.log}, {"--data", o.data}, {"-m", o.model}});
   if (o.reliability) {
     if (!o.log.empty()) throw Error("plot --reliability draws a model on --data; it takes no training log");
     if (o.data.empty()) throw Error("plot --reliability needs --data (labelled, held out: dev or test)");

@@ -112,7 +112,9 @@ int run_pretrain(const PretrainCli& o) {
     opt.threads = apply_threads(o.threads);
   }
   // Fail before any work when a result could not be written.
-  prepare_outputs(c.out, c.checkpoint, opt);
+  std::vector<NamedPath> inputs{{"--dev-text", c.dev}, {"--init", c.init}, {"--vocab-from", c.vocab_from}};
+  for (const std::string& path : c.texts) inputs.push_back({"--text", path});
+  prepare_outputs(c.out, c.checkpoint, opt, inputs);
   const World& world = World::get();
   std::vector<std::string> prints;  // each text read once for its fingerprint (corpora can be large)
   std::vector<Corpus> train = read_text_files(c.texts, resume ? &c.text_fingerprints : nullptr, prints);

@@ -17,9 +17,8 @@ struct QuantizeCli {
 
 int run_quantize(const QuantizeCli& o) {
   const std::string path = resolve_model_path(o.model);
-  if (std::filesystem::exists(o.out) && std::filesystem::equivalent(path, o.out))
-    throw Error(o.out + ": --out would overwrite the model being quantized; give it a path of its own");
   check_output_path(o.out);
+  check_not_an_input({"--out", o.out}, {{"the model being quantized", path}});
   const Classifier model = load_model(path);
   if (model.quantization)
     throw Error(path + ": this model is already int8 (zibert quantize's); quantize the float32 model it came from");

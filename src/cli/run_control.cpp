@@ -169,14 +169,19 @@ std::vector<Corpus> read_text_files(const std::vector<std::string>& paths, const
   return out;
 }
 
-void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt) {
+void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt,
+                     const std::vector<NamedPath>& inputs) {
   opt.checkpoint_path = checkpoint.empty() ? out + ".ckpt" : checkpoint;
   if (opt.checkpoint_path == out || opt.checkpoint_path == opt.log_path)
     throw Error(opt.checkpoint_path + ": the checkpoint needs a path of its own (not --out's or --log's)");
+  if (opt.log_path == out) throw Error(out + ": --log needs a path of its own (not --out's)");
   if (!World::get().leader()) return;  // over MPI, rank 0 alone writes the model, checkpoint and log
   check_output_path(out);
   check_output_path(opt.checkpoint_path);
   if (!opt.log_path.empty()) check_output_path(opt.log_path);
+  check_not_an_input({"--out", out}, inputs);
+  check_not_an_input({"the checkpoint", opt.checkpoint_path}, inputs);
+  check_not_an_input({"--log", opt.log_path}, inputs);
 }
 
 void save_finished(const std::string& out, const Classifier& model, const TrainOptions& opt, const char* metric,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "zibert/base/io.hpp"
 #include "zibert/base/progress.hpp"
 #include "zibert/text/corpus.hpp"
 #include "zibert/train/checkpoint.hpp"
@@ -56,7 +57,10 @@ void check_same_data(const std::string& what, const std::string& fingerprint);
 std::vector<Corpus> read_text_files(const std::vector<std::string>& paths, const std::vector<std::string>* resumed,
                                     std::vector<std::string>& prints);
 
-void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt);
+// Checks, before any work, that the model (out), the checkpoint and the log
+// can be written, are three different files, and replace none of the inputs.
+void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt,
+                     const std::vector<NamedPath>& inputs);
 
 // Saves the finished model atomically, removes the run's checkpoint, and says
 // what was saved: "saved OUT (best epoch N, METRIC X) in T".

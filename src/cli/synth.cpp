@@ -54,6 +54,9 @@ std::string to_tsv(const std::vector<SynthExample>& rows) {
 }
 
 int run_synth(const SynthCli& o) {
+  std::vector<NamedPath> inputs;
+  for (const std::string& path : o.corpora) inputs.push_back({"--corpus", path});
+  for (const char* split : {"/train.tsv", "/dev.tsv", "/test.tsv"}) check_not_an_input({"--out", o.out + split}, inputs);
   std::vector<BaseSentence> base = read_corpora(o.corpora, o.progress);
   SynthCorpus corpus = synthesize(base, o.synth);
   struct stat st {};

@@ -116,7 +116,10 @@ int run_train(const TrainCli& o) {
   if (world.distributed() && c.data == "-")
     throw Error("--data - under mpirun: only rank 0 would read standard input; give every rank the file");
   // Fail before any work when a result could not be written (rank 0 writes everything).
-  prepare_outputs(c.out, c.checkpoint, opt);
+  std::vector<NamedPath> inputs{{"--data", c.data}, {"--dev", c.dev}, {"--init", c.init}};
+  for (const std::string& path : c.outliers) inputs.push_back({"--outliers", path});
+  for (const std::string& path : c.pretrain_texts) inputs.push_back({"--pretrain-text", path});
+  prepare_outputs(c.out, c.checkpoint, opt, inputs);
   std::optional<Classifier> init;
   if (!c.init.empty()) init = load_init_model(c.init);
   // Multi-label data: as asked (recorded in a checkpoint's shape), or as the starting classifier is.

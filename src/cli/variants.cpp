@@ -18,7 +18,8 @@ struct VariantsCli {
 int run_variants(const VariantsCli& o) {
   if (o.table.empty() == !o.clear) throw Error("give --table FILE (attach its variants) or --clear (remove them)");
   const std::string path = resolve_model_path(o.model);
-  check_output_path(o.out);
+  check_output_path(o.out);  // the model itself may be --out
+  check_not_an_input({"--out", o.out}, {{"--table", o.table}});
   Classifier model = load_classifier(path);
   std::map<char32_t, char32_t> variants;
   std::size_t entries = 0, with_rows = 0;

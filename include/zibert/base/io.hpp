@@ -2,12 +2,23 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zibert {
 
 // Fails early (before any work) when path cannot become a regular file: a
 // missing or read-only directory, or an existing non-regular file.
 void check_output_path(const std::string& path);
+
+// A file a command reads or writes, and the flag that named it (for messages).
+struct NamedPath {
+  std::string flag, path;
+};
+// Throws when output is the same file as one of the inputs (same device and
+// inode, whatever the spelling), so that a mistyped --out cannot replace the
+// data or model the command is reading. Inputs that do not exist and "-"
+// (standard input) are skipped.
+void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& inputs);
 
 // Writes bytes to a temporary file beside path, fsyncs it and renames it over
 // path, so readers see the old file or the new one, never half of one.
