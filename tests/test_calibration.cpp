@@ -140,6 +140,10 @@ TEST_CASE("train fits a temperature, which classify, eval and info use and --raw
   CHECK(e["calibration"]["calibrated"]["nll"].get<double>() <= e["calibration"]["raw"]["nll"].get<double>());
   CHECK(e["calibration"]["raw"]["nll"].get<double>() == Approx(info["calibration"]["before"]["nll"].get<double>()));
   CHECK(e["calibration"]["probabilities"] == "calibrated");
+  // --data - reads the same rows from standard input.
+  RunResult piped = run_shell(ZIBERT_BIN " eval --json -m " + dir + "/m.safetensors --data - < " + dir + "/dev.tsv");
+  REQUIRE(piped.status == 0);
+  CHECK(piped.out == ev.out);
   RunResult table = run_zibert("eval -m " + dir + "/m.safetensors --data " + dir + "/dev.tsv");
   CHECK_THAT(table.out, Catch::Contains("calibration (15 bins)") && Catch::Contains("temperature"));
   nlohmann::json raw_eval =
@@ -195,6 +199,11 @@ TEST_CASE("train fits a temperature, which classify, eval and info use and --raw
   CHECK(nlohmann::json::parse(run_zibert("info --json -m " + dir + "/n.safetensors").out)["calibration"]["temperature"]
             .get<double>() == t);
   CHECK(read_text(dir + "/n.safetensors") == read_text(dir + "/m.safetensors"));
+  r = run_shell(ZIBERT_BIN " calibrate -m " + dir + "/n.safetensors --data - --out " + dir + "/p.safetensors < " + dir +
+                "/dev.tsv");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Catch::Contains("examples of (standard input)"));
+  CHECK(read_text(dir + "/p.safetensors") == read_text(dir + "/m.safetensors"));
   r = run_zibert("calibrate -m " + dir + "/n.safetensors --data " + dir + "/missing.tsv --out " + dir + "/x.safetensors");
   CHECK(r.status == 2);
 }

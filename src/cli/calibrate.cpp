@@ -26,7 +26,7 @@ int run_calibrate(const CalibrateCli& o) {
   Classifier model = load_classifier(path);
   if (model.config.multi_label)
     throw Error(path + ": a multi-label model's sigmoids are not calibrated by a temperature (it scales a softmax)");
-  const Dataset data = read_dataset(o.data);
+  const Dataset data = read_data_option(o.data);
   model.calibration = calibrate(model, data);
   save_model(o.out, model);
   if (!o.quiet) {
@@ -34,7 +34,7 @@ int run_calibrate(const CalibrateCli& o) {
     std::fprintf(stderr,
                  "saved %s: temperature %.4g fitted on %lld examples of %s; NLL %.4f -> %.4f, ECE %.4f -> %.4f, "
                  "Brier %.4f -> %.4f\n",
-                 o.out.c_str(), c.temperature, static_cast<long long>(c.examples), o.data.c_str(), c.before.nll,
+                 o.out.c_str(), c.temperature, static_cast<long long>(c.examples), data.name.c_str(), c.before.nll,
                  c.after.nll, c.before.ece, c.after.ece, c.before.brier, c.after.brier);
   }
   return kExitOk;
@@ -53,7 +53,9 @@ Runner setup_calibrate(CLI::App& app) {
       "  zibert calibrate -m old.safetensors --data dev.tsv --out old.calibrated.safetensors\n"
       "  zibert eval -m old.calibrated.safetensors --data test.tsv");
   add_model_option(app, o->model);
-  app.add_option("--data", o->data, "Held-out labelled data (same formats as train)")->required()->check(CLI::ExistingFile);
+  app.add_option("--data", o->data, "Held-out labelled data (same formats as train), or - for stdin")
+      ->required()
+      ->check(file_or_stdin());
   app.add_option("--out", o->out, "Where to write the calibrated model (may be the model itself)")->required();
   app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");
   add_threads_option(app, o->threads);

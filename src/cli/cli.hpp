@@ -6,6 +6,7 @@
 #include <string>
 
 #include "zibert/model/model_file.hpp"
+#include "zibert/text/dataset.hpp"
 
 namespace zibert::cli {
 
@@ -28,6 +29,11 @@ CLI::Option* add_threshold_option(CLI::App& app, double& threshold);
 // reads "nan" as a number, and every comparison with it is false, so
 // CLI::Range lets it through (--holdout nan crashed, --clip nan was ignored).
 CLI::Validator finite_range(double lo, double hi);
+// A labelled --data FILE, or - for standard input (read once, whole, into
+// memory; named "(standard input)" in messages), as train, eval and calibrate
+// take it.
+CLI::Validator file_or_stdin();
+Dataset read_data_option(const std::string& path, bool multi_label = false);
 // --line-offset N: each input's first line is line N + 1 (records, -n, errors),
 // for a block of a larger input (parallel --pipe -N: $(( ({#} - 1) * N ))).
 void add_line_offset_option(CLI::App& app, std::int64_t& offset);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "cli.hpp"
+#include "zibert/base/io.hpp"
 
 namespace zibert::cli {
 namespace {
@@ -75,6 +76,16 @@ CLI::Validator finite_range(double lo, double hi) {
         return range(input);
       },
       range.get_description());
+}
+
+CLI::Validator file_or_stdin() {
+  return CLI::Validator([](std::string& path) { return path == "-" ? std::string() : CLI::ExistingFile(path); },
+                        "FILE or -");
+}
+
+Dataset read_data_option(const std::string& path, bool multi_label) {
+  if (path == "-") return parse_dataset(read_stdin(), "(standard input)", multi_label);
+  return read_dataset(path, multi_label);
 }
 
 CLI::Option* add_threshold_option(CLI::App& app, double& threshold) {

@@ -126,8 +126,8 @@ int run_eval(const EvalCli& o) {
                 " has " + std::to_string(model.labels.size()) + " labels and no positive one, so it would do nothing");
   if (o.raw_probs && multi_label)
     throw Error("--raw-probs: " + o.model + " is multi-label and has no temperature, so its probabilities are raw already");
-  Dataset data = read_dataset(o.data, multi_label);
-  check_labels(model, data, o.data);
+  Dataset data = read_data_option(o.data, multi_label);
+  check_labels(model, data, data.name);
   std::vector<std::vector<std::int32_t>> texts;
   for (const Example& ex : data.rows) texts.push_back(model.tokenizer.encode(ex.text));
   // Raw probabilities, predicted once: the calibrated ones are these tempered.
@@ -152,7 +152,7 @@ Runner setup_eval(CLI::App& app) {
       "precision/recall/F1, micro- and macro-F1, exact-match accuracy and Hamming loss.\n\n"
       "Example:\n  zibert eval -m my.safetensors --data test.tsv --json");
   add_model_option(app, o->model);
-  app.add_option("--data", o->data, "Labelled data file")->required();
+  app.add_option("--data", o->data, "Labelled data file, or - for stdin")->required()->check(file_or_stdin());
   CLI::Option* threshold = add_threshold_option(app, o->threshold);
   app.add_flag("--json", o->json, "JSON output");
   app.add_flag("--progress", o->progress, "Show progress on stderr even when it is not a terminal");

@@ -205,8 +205,7 @@ Runner setup_train(CLI::App& app) {
       "Multi-label (--multi-label): 'a,b<TAB>text', '__label__a __label__b text', {\"label\":[\"a\",\"b\"],…}.\n\n"
       "Example:\n  zibert train --data train.tsv --dev dev.tsv --out my.safetensors --epochs 5");
   app.add_option("--data", o->data, "Training data file, or - for stdin, read once (required unless --resume)")
-      ->check(CLI::Validator(
-          [](std::string& path) { return path == "-" ? std::string() : CLI::ExistingFile(path); }, "FILE or -"));
+      ->check(file_or_stdin());
   app.add_option("--dev", o->dev, "Dev data (default: a seeded 10% hold-out of --data)")->check(CLI::ExistingFile);
   app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(finite_range(0.01, 0.5))
       ->capture_default_str();
