@@ -137,6 +137,10 @@ TEST_CASE("classify -v inverts the match, -n numbers every record, JSONL filters
       {"-n --document a.txt", "-n/--line-number: --document classifies whole files"},
       {"--no-text --document a.txt", "--no-text: --document prints no text already"},
       {"--no-text --filter a.txt", "--no-text: --filter prints the matching lines themselves"},
+      {"--no-text -c a.txt", "--no-text: -c and -q print no text already"},
+      {"--no-text -q a.txt", "--no-text: -c and -q print no text already"},
+      {"--line-offset 5 --document a.txt", "--line-offset numbers the lines of a block"},
+      {"--line-offset 0 --document a.txt", "--line-offset numbers the lines of a block"},
       {"-H -h a.txt", "excludes"},
   };
   for (const auto& [flags, message] : refused) {

@@ -19,7 +19,7 @@ struct ClassifyCli {
   std::vector<std::string> inputs;
   std::string model, format = "tsv", invalid = "error", label;
   double threshold = 0.5;
-  bool threshold_given = false;
+  bool threshold_given = false, line_offset_given = false;
   int top_k = 0;  // -k: 0 when not given
   bool no_text = false, filter = false, count = false, quiet = false, line_number = false;
   bool with_filename = false, no_filename = false, document = false, invert = false, raw_probs = false;
@@ -291,6 +291,9 @@ void check_flags(const ClassifyCli& o) {
   if (o.line_number && (o.count || o.quiet)) refuse("-n/--line-number: -c and -q print no lines");
   if (o.line_number && o.document) refuse("-n/--line-number: --document classifies whole files, which have no line numbers");
   if (o.no_text && o.document) refuse("--no-text: --document prints no text already (a file's name stands for it)");
+  if (o.no_text && (o.count || o.quiet)) refuse("--no-text: -c and -q print no text already (counts or nothing)");
+  if (o.line_offset_given && o.document)
+    refuse("--line-offset numbers the lines of a block of a larger input; --document classifies whole files");
   if (o.top_k > 0 && (o.count || o.quiet || (o.filter && o.format == "tsv")))
     refuse("-k/--top-k lists labels in records; --filter, -c and -q match the decided label and print no records "
            "(--format jsonl --filter prints records)");
@@ -362,10 +365,11 @@ Runner setup_classify(CLI::App& app) {
   app.add_flag("--progress", o->progress,
                "Show progress on stderr (bytes of the file, lines/s, ETA) even when stderr is not a terminal "
                "(on a terminal it is shown anyway)");
-  add_line_offset_option(app, o->line_offset);
+  CLI::Option* offset = add_line_offset_option(app, o->line_offset);
   add_threads_option(app, o->threads);
-  return [o, threshold] {
+  return [o, threshold, offset] {
     o->threshold_given = threshold->count() > 0;
+    o->line_offset_given = offset->count() > 0;
     return run_classify(*o);
   };
 }

@@ -36,7 +36,7 @@ CLI::Validator file_or_stdin();
 Dataset read_data_option(const std::string& path, bool multi_label = false);
 // --line-offset N: each input's first line is line N + 1 (records, -n, errors),
 // for a block of a larger input (parallel --pipe -N: $(( ({#} - 1) * N ))).
-void add_line_offset_option(CLI::App& app, std::int64_t& offset);
+CLI::Option* add_line_offset_option(CLI::App& app, std::int64_t& offset);
 
 using Runner = std::function<int()>;
 Runner setup_train(CLI::App& app);

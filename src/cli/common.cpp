@@ -94,8 +94,8 @@ CLI::Option* add_threshold_option(CLI::App& app, double& threshold) {
       ->capture_default_str();
 }
 
-void add_line_offset_option(CLI::App& app, std::int64_t& offset) {
-  app.add_option("--line-offset", offset,
+CLI::Option* add_line_offset_option(CLI::App& app, std::int64_t& offset) {
+  return app.add_option("--line-offset", offset,
                  "Number lines from N + 1 (JSONL \"line\", -n, errors): for a block of a larger input whose first "
                  "line the caller knows, e.g. parallel --pipe -N 1000 ... --line-offset $(( ({#} - 1) * 1000 ))")
       ->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 62))
