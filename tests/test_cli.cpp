@@ -330,6 +330,20 @@ TEST_CASE("train --init continues from a model's weights and vocabulary", "[cli]
                  "/c.safetensors --dim 64");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::StartsWith("zibert: error: --init excludes --dim"));
+  // Flags --init's model decides for itself are refused, not ignored: its vocabulary (--min-count matters with
+  // --extend-vocab alone) and its normalisation; and --holdout does nothing once --dev is given.
+  const std::pair<std::string, std::string> ignored[] = {
+      {" --min-count 3", "zibert: error: --min-count: --init's model brings its vocabulary"},
+      {" --lowercase", "zibert: error: --init excludes --lowercase"},
+      {" --dev " + dir + "/train.tsv --holdout 0.2", "zibert: error: --dev excludes --holdout"},
+  };
+  for (const auto& [flags, message] : ignored) {
+    r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/train.tsv --out " + dir +
+                   "/c.safetensors --epochs 1 -q" + flags);
+    INFO(flags);
+    CHECK(r.status == 2);
+    CHECK_THAT(r.err, Catch::StartsWith(message));
+  }
 
   write_text(dir + "/new.tsv", "1\t佛跳墙\n0\t仿佛\n2\t新标签\n");
   r = run_zibert("train --init " + dir + "/a.safetensors --data " + dir + "/new.tsv --out " + dir + "/c.safetensors");

@@ -113,6 +113,9 @@ TEST_CASE("pretrain: bad text and unwritable outputs are errors before any work"
                  dir + "/text.txt");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("excludes"));
+  r = run_zibert(pretrain_cmd(dir, "e.safetensors", " --dev-text " + dir + "/text.txt --holdout 0.1"));
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("zibert: error: --dev-text excludes --holdout"));
 }
 
 TEST_CASE("pretrain bounds the vocabulary: --vocab-size, --min-count, --vocab-from a list or a model", "[pretrain]") {

@@ -156,10 +156,11 @@ Runner setup_pretrain(CLI::App& app) {
       "Example:\n  zibert pretrain --text corpus.txt --out enc.safetensors --epochs 10");
   app.add_option("--text", o->texts, "Raw text file, one text per line (repeat for more; required unless --resume)")
       ->check(CLI::ExistingFile);
-  app.add_option("--dev-text", o->dev, "Held-out text scored each epoch (default: a seeded hold-out of the first --text)")
-      ->check(CLI::ExistingFile);
+  CLI::Option* dev = app.add_option("--dev-text", o->dev, "Held-out text scored each epoch (default: a seeded "
+                                                          "hold-out of the first --text)")
+                         ->check(CLI::ExistingFile);
   app.add_option("--holdout", o->holdout, "Fraction of the first --text's lines held out when --dev-text is absent")
-      ->check(finite_range(0.001, 0.5))->capture_default_str();
+      ->check(finite_range(0.001, 0.5))->capture_default_str()->excludes(dev);
   app.add_option("--out", o->out, "Encoder file to write (safetensors; required unless --resume)");
   CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);

@@ -28,6 +28,7 @@ struct TrainCli {
   std::vector<std::string> outliers;              // --outliers: texts of no label
   std::vector<std::string> outlier_fingerprints;  // a resumed run's, from its checkpoint
   bool lr_given = false;  // --lr on the command line (else fine-tuning an encoder takes kFineTuneLr)
+  bool min_count_given = false;
 };
 
 // The peak learning rate fine-tuning from an encoder starts with unless --lr
@@ -112,6 +113,9 @@ int run_train(const TrainCli& o) {
   }
   if (opt.extend_vocab && c.init.empty() && o.resume.empty())
     throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the data");
+  if (o.min_count_given && !c.init.empty() && !opt.extend_vocab)
+    throw Error("--min-count: --init's model brings its vocabulary; with --extend-vocab it chooses the characters "
+                "that get rows of their own");
   const World& world = World::get();
   if (world.distributed() && c.data == "-")
     throw Error("--data - under mpirun: only rank 0 would read standard input; give every rank the file");
@@ -206,9 +210,11 @@ Runner setup_train(CLI::App& app) {
       "Example:\n  zibert train --data train.tsv --dev dev.tsv --out my.safetensors --epochs 5");
   app.add_option("--data", o->data, "Training data file, or - for stdin, read once (required unless --resume)")
       ->check(file_or_stdin());
-  app.add_option("--dev", o->dev, "Dev data (default: a seeded 10% hold-out of --data)")->check(CLI::ExistingFile);
+  CLI::Option* dev =
+      app.add_option("--dev", o->dev, "Dev data (default: a seeded 10% hold-out of --data)")->check(CLI::ExistingFile);
   app.add_option("--holdout", o->holdout, "Dev fraction held out when --dev is absent")->check(finite_range(0.01, 0.5))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->excludes(dev);
   app.add_option("--out", o->out, "Model file to write (safetensors; required unless --resume)");
   CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);
@@ -226,9 +232,12 @@ Runner setup_train(CLI::App& app) {
       ->check(finite_range(0.0, 10.0))->capture_default_str()->needs(pre);
   app.add_option("--pretrain-batch", o->pretrain_batch, "Sequences per pretraining step")
       ->check(CLI::Range(1, 65536))->capture_default_str()->needs(pre);
-  app.add_option("--min-count", o->train.min_count, "Keep characters seen at least this often")
-      ->check(CLI::Range(1, 1000000))->capture_default_str();
-  app.add_flag("--lowercase", o->train.lowercase, "Case-fold text (stored in the model)");
+  CLI::Option* min_count =
+      app.add_option("--min-count", o->train.min_count,
+                     "Keep characters seen at least this often (with --init: those --extend-vocab adds)")
+          ->check(CLI::Range(1, 1000000))->capture_default_str();
+  // --init's model brings its own normalisation.
+  app.add_flag("--lowercase", o->train.lowercase, "Case-fold text (stored in the model)")->excludes(init);
   app.add_flag("--extend-vocab", o->train.extend_vocab,
                "With --init: give the data's characters that the starting model lacks rows of their own "
                "(initialised as for training) instead of reading them as [UNK]");
@@ -258,8 +267,9 @@ Runner setup_train(CLI::App& app) {
   resume_excludes_others(app, resume);
   CLI::Option* lr = app.get_option("--lr");
   lr->description("Peak learning rate (fine-tuning an encoder, --init ENCODER or --pretrain-epochs: 3e-4 unless given)");
-  return [o, lr] {
+  return [o, lr, min_count] {
     o->lr_given = lr->count() > 0;
+    o->min_count_given = min_count->count() > 0;
     return run_train(*o);
   };
 }
