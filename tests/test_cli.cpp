@@ -139,7 +139,7 @@ TEST_CASE("no command writes over a file it reads", "[cli]") {
        "--log needs a path of its own (not --out's)"},
       {"pretrain --text " + t + " --out " + t + shape, t + ": --out would overwrite --text's file"},
       {"calibrate -m " + m + " --data " + d + " --out " + d, "--out would overwrite --data's file"},
-      {"quantize -m " + m + " --out " + m, "--out would overwrite the model being quantized's file"},
+      {"quantize -m " + m + " --out " + m, "--out would overwrite -m's file"},
       {"variants -m " + m + " --table " + t + " --out " + t, "--out would overwrite --table's file"},
       {"plot " + t + " --svg " + t, "--svg would overwrite the training log's file"},
       {"explain -m " + m + " --file " + t + " --svg " + t, "--svg would overwrite --file's file"},

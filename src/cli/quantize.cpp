@@ -18,7 +18,7 @@ struct QuantizeCli {
 int run_quantize(const QuantizeCli& o) {
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);
-  check_not_an_input({"--out", o.out}, {{"the model being quantized", path}});
+  check_not_an_input({"--out", o.out}, {{"-m", path}});
   const Classifier model = load_model(path);
   if (model.quantization)
     throw Error(path + ": this model is already int8 (zibert quantize's); quantize the float32 model it came from");

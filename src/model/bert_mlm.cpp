@@ -94,12 +94,10 @@ void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only) {
   }
 }
 
-#define ZIBERT_INSTANTIATE(T)                                                                                 \
-  template T Bert<T>::forward_mlm(const MaskedBatch&, ModelCache<T>&, const DropoutRng*, LastRows) const;    \
-  template void Bert<T>::backward_mlm(const MaskedBatch&, ModelCache<T>&);                                    \
-  template void copy_encoder_weights<T>(const Bert<T>&, Bert<T>&);                                            \
-  template void copy_weights<T>(const Bert<T>&, Bert<T>&, bool);
-ZIBERT_INSTANTIATE(ZIBERT_REAL)
-#undef ZIBERT_INSTANTIATE
+template ZIBERT_REAL Bert<ZIBERT_REAL>::forward_mlm(const MaskedBatch&, ModelCache<ZIBERT_REAL>&, const DropoutRng*,
+                                                    LastRows) const;
+template void Bert<ZIBERT_REAL>::backward_mlm(const MaskedBatch&, ModelCache<ZIBERT_REAL>&);
+template void copy_encoder_weights<ZIBERT_REAL>(const Bert<ZIBERT_REAL>&, Bert<ZIBERT_REAL>&);
+template void copy_weights<ZIBERT_REAL>(const Bert<ZIBERT_REAL>&, Bert<ZIBERT_REAL>&, bool);
 
 }  // namespace zibert
