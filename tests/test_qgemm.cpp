@@ -16,7 +16,7 @@ using MF = MatR<float>;
 
 namespace {
 
-MF random_float(Index rows, Index cols, std::uint64_t seed, double shift = 0.0) {
+MF shifted_floats(Index rows, Index cols, std::uint64_t seed, double shift = 0.0) {
   MatR<double> m(rows, cols);
   test::fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed);
   return (m.array() + shift).matrix().cast<float>();
@@ -50,9 +50,9 @@ TEST_CASE("every int8 kernel equals the scalar reference bit for bit at every ti
   for (Index m : {1, 5, 6, 7, 13, 14, 15, 16, 17, 31, 32, 33, 97, 99, 129, 200})
     for (Index n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 70})
       for (Index k : {1, 2, 3, 4, 5, 63, 64, 65, 130}) {
-        const MF x = random_float(m, k, seed++, (m + k) % 3 == 0 ? 0.3 : 0.0);  // skewed rows too
-        const Weights w = quantized(random_float(n, k, seed++));
-        const MF bias = random_float(1, n, seed++);
+        const MF x = shifted_floats(m, k, seed++, (m + k) % 3 == 0 ? 0.3 : 0.0);  // skewed rows too
+        const Weights w = quantized(shifted_floats(n, k, seed++));
+        const MF bias = shifted_floats(1, n, seed++);
         const float* b = (m + n) % 2 ? bias.data() : nullptr;
         MF want(m, n);
         Int8Matrix(w.q.data(), w.scale.data(), n, k, Int8Isa::scalar).multiply(x, want, b);
@@ -69,11 +69,11 @@ TEST_CASE("every int8 kernel equals the scalar reference bit for bit at every ti
 }
 
 TEST_CASE("an int8 kernel writes only its block of a strided output", "[qgemm]") {
-  const MF x = random_float(20, 33, 3);
-  const Weights w = quantized(random_float(45, 33, 4));
+  const MF x = shifted_floats(20, 33, 3);
+  const Weights w = quantized(shifted_floats(45, 33, 4));
   for (Int8Isa isa : kInt8Isas) {
     if (!int8_isa_available(isa)) continue;
-    MF big = random_float(40, 80, 5);
+    MF big = shifted_floats(40, 80, 5);
     const MF before = big;
     Ref<float> window(big.block(5, 17, 20, 45));
     Int8Matrix(w.q.data(), w.scale.data(), 45, 33, isa).multiply(x, window, nullptr);
@@ -85,7 +85,7 @@ TEST_CASE("an int8 kernel writes only its block of a strided output", "[qgemm]")
 
 TEST_CASE("the int8 product approximates the float product it quantizes", "[qgemm]") {
   const Index m = 40, n = 50, k = 128;
-  const MF x = random_float(m, k, 21, 0.2), wf = random_float(n, k, 22), bias = random_float(1, n, 23);
+  const MF x = shifted_floats(m, k, 21, 0.2), wf = shifted_floats(n, k, 22), bias = shifted_floats(1, n, 23);
   const Weights w = quantized(wf);
   MF got(m, n);
   Int8Matrix(w.q.data(), w.scale.data(), n, k, int8_best_isa()).multiply(x, got, bias.data());
@@ -123,7 +123,7 @@ TEST_CASE("quantize_rows keeps zero exact and spans each row's range", "[qgemm]"
 
 TEST_CASE("quantize_rows gives the same bytes on every path", "[qgemm]") {
   for (Index k : {1, 7, 8, 15, 16, 17, 100}) {
-    const MF x = random_float(9, k, 40 + k, k % 2 ? 0.4 : -0.4);
+    const MF x = shifted_floats(9, k, 40 + k, k % 2 ? 0.4 : -0.4);
     QuantizedRows want, got;
     quantize_rows(x, want, Int8Isa::scalar);
     for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni, Int8Isa::amx_int8}) {
