@@ -297,8 +297,16 @@ TEST_CASE("two attention layers tell 佛跳墙 from 佛 跳 墙 scattered (DESIG
   std::string dir = temp_dir();
   REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 2000, 1)).status == 0);
   REQUIRE(run_shell(toy_corpus(dir + "/test.tsv", 500, 2)).status == 0);
+  // The phrase is learnt late (a 3-, 5- or 10-epoch schedule stays near chance on the scattered texts). The
+  // sanitizers, some twenty times slower, run 3 epochs of the same shape for its memory and arithmetic checks;
+  // the accuracy is the Release build's to show.
+#ifdef ZIBERT_SANITIZED
+  const std::string epochs = "3";
+#else
+  const std::string epochs = "30";
+#endif
   RunResult t = run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/m.safetensors --layers 2 --heads 4 "
-                           "--dim 32 --ffn 64 --max-len 32 --epochs 30 --lr 2e-3 --seed 1");
+                           "--dim 32 --ffn 64 --max-len 32 --epochs " + epochs + " --lr 2e-3 --seed 1");
   INFO(t.err);
   REQUIRE(t.status == 0);
   RunResult e = run_zibert("eval --json -m " + dir + "/m.safetensors --data " + dir + "/test.tsv");
@@ -306,9 +314,13 @@ TEST_CASE("two attention layers tell 佛跳墙 from 佛 跳 墙 scattered (DESIG
   nlohmann::json m = nlohmann::json::parse(e.out);
   INFO(e.out);
   CHECK(m["examples"] == 500);
+  CHECK(m["categories"]["scattered"]["examples"] == 250);
+  CHECK(m["categories"]["contiguous"]["examples"] == 250);
+#ifndef ZIBERT_SANITIZED
   CHECK(m["accuracy"].get<double>() >= 0.97);
   CHECK(m["categories"]["scattered"]["accuracy"].get<double>() >= 0.95);
   CHECK(m["categories"]["contiguous"]["accuracy"].get<double>() >= 0.95);
+#endif
 }
 
 TEST_CASE("train --init continues from a model's weights and vocabulary", "[cli][train]") {

@@ -1,6 +1,7 @@
 // The whole model's backward against finite differences, and training sanity.
 #include <catch2/catch.hpp>
 
+#include <tuple>
 #include <type_traits>
 
 #include "gradcheck.hpp"
@@ -32,9 +33,15 @@ Batch tiny_batch() {
 }  // namespace
 
 TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "[model][gradcheck]") {
-  double dropout = GENERATE(0.0, 0.2);
-  int variant = GENERATE(0, 1, 2);  // BERT, shared Q = K, no position embeddings
-  bool all_rows = GENERATE(false, true);  // the last layer on [CLS] rows only, or on every row
+  // dropout; BERT, shared Q = K or no position embeddings; the last layer on [CLS] rows only or on every row.
+#ifdef ZIBERT_SANITIZED
+  // Some thirty times slower here: each choice at least once (the Release build checks all twelve combinations).
+  const std::tuple<double, int, bool> choice =
+      GENERATE(table<double, int, bool>({{0.0, 0, false}, {0.2, 1, true}, {0.2, 2, false}}));
+#else
+  const std::tuple<double, int, bool> choice{GENERATE(0.0, 0.2), GENERATE(0, 1, 2), GENERATE(false, true)};
+#endif
+  const auto [dropout, variant, all_rows] = choice;
   ModelConfig cfg = tiny_config(dropout);
   cfg.tie_qk = variant == 1;
   cfg.position = variant != 2;
