@@ -208,7 +208,7 @@ TEST_CASE("classify embed and eval show progress on a terminal (a pseudo-termina
           "--progress", "[classify]") {
   // Enough lines to take a while (sanitized, zibert runs some twenty times slower).
 #ifdef ZIBERT_SANITIZED
-  constexpr int kLines = 1600, kTexts = 360;  // the 128-wide detector: as long as 4,000 and 900 took with the 64-wide one
+  constexpr int kLines = 800, kTexts = 180;  // some 3 s a run: progress shows every 200 ms on a terminal
 #else
   constexpr int kLines = 40000, kTexts = 9000;
 #endif
