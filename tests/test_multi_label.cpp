@@ -72,7 +72,7 @@ const std::string& trained_dir() {
     write_text(d + "/dev.tsv", as_tsv(rows(150, 2)));
     write_text(d + "/test.jsonl", as_jsonl(rows(200, 3)));
     RunResult r = run_zibert("train --multi-label --data " + d + "/train.tsv --dev " + d + "/dev.tsv --out " + d +
-                             "/ml.safetensors --epochs 40 --threads 2 --log " + d + "/log.jsonl");
+                             "/ml.safetensors --epochs 25 --lr 2e-3 --threads 2 --log " + d + "/log.jsonl");
     INFO(r.err);
     REQUIRE(r.status == 0);
     REQUIRE_THAT(r.err, Catch::Contains("no temperature is fitted") && Catch::Contains("dev micro-F1"));
