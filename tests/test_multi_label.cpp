@@ -65,7 +65,7 @@ std::string as_jsonl(const std::vector<Row>& rs) {
 }
 
 // One model for the whole file, trained once on the TSV form and shared by
-// the test processes (it takes a minute under the sanitizers).
+// the test processes (it takes some 45 s under the sanitizers).
 const std::string& trained_dir() {
   static const std::string dir = shared_dir("multi-label", [](const std::string& d) {
     write_text(d + "/train.tsv", as_tsv(rows(600, 1)));
