@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zibert/base/random.hpp"
+#include "zibert/nn/tensor.hpp"
 
 namespace zibert::test {
 
@@ -62,6 +63,14 @@ inline void check_tensor_gradient(const std::string& name, const double* analyti
 inline void fill_uniform(double* x, std::size_t n, std::uint64_t seed, double lo = -1, double hi = 1) {
   Rng rng(seed);
   for (std::size_t i = 0; i < n; ++i) x[i] = lo + (hi - lo) * rng.uniform();
+}
+
+// A rows × cols matrix of fill_uniform's values in [lo, hi), as T.
+template <class T = double>
+MatR<T> uniform_matrix(Index rows, Index cols, std::uint64_t seed, double lo = -1, double hi = 1) {
+  MatR<double> m(rows, cols);
+  fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed, lo, hi);
+  return m.cast<T>();
 }
 
 }  // namespace zibert::test

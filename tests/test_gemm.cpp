@@ -13,11 +13,7 @@ using MD = MatR<double>;
 
 namespace {
 
-MF random_float(Index rows, Index cols, std::uint64_t seed) {
-  MD m(rows, cols);
-  test::fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed);
-  return m.cast<float>();
-}
+MF random_float(Index rows, Index cols, std::uint64_t seed) { return test::uniform_matrix<float>(rows, cols, seed); }
 
 // Largest |got − want| relative to the size of the terms summed.
 double relative_error(const MF& got, const MD& want, Index k) {

@@ -16,11 +16,6 @@ constexpr double kTol = 1e-6;
 // loss = Σ y ⊙ r for a fixed random r, so dL/dy = r.
 double weighted_sum(const M& y, const M& r) { return (y.array() * r.array()).sum(); }
 
-M random_matrix(Index rows, Index cols, std::uint64_t seed, double lo = -1, double hi = 1) {
-  M m(rows, cols);
-  fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed, lo, hi);
-  return m;
-}
 // An attention layer without gradients over w: Wqkv (3C, C), bqkv, Wo (C, C), bo.
 template <class T>
 SelfAttention<T> attention_over(std::vector<T>& w, Index c, Index heads) {
@@ -34,7 +29,7 @@ SelfAttention<T> attention_over(std::vector<T>& w, Index c, Index heads) {
 
 TEST_CASE("Linear backward matches finite differences", "[layers][gradcheck]") {
   const Index n = 5, in = 4, out = 3;
-  M x = random_matrix(n, in, 1), r = random_matrix(n, out, 2);
+  M x = uniform_matrix(n, in, 1), r = uniform_matrix(n, out, 2);
   std::vector<double> w(out * in + out), g(w.size(), 0.0);
   fill_uniform(w.data(), w.size(), 3);
   Linear<double> lin{{w.data(), g.data(), out, in}, {w.data() + out * in, g.data() + out * in, out, 1}};
@@ -61,7 +56,7 @@ TEST_CASE("Linear backward matches finite differences", "[layers][gradcheck]") {
 
 TEST_CASE("LayerNorm backward matches finite differences", "[layers][gradcheck]") {
   const Index n = 4, c = 6;
-  M x = random_matrix(n, c, 4, -2, 2), r = random_matrix(n, c, 5);
+  M x = uniform_matrix(n, c, 4, -2, 2), r = uniform_matrix(n, c, 5);
   std::vector<double> w(2 * c), g(2 * c, 0.0);
   fill_uniform(w.data(), w.size(), 6, 0.5, 1.5);
   LayerNorm<double> ln{{w.data(), g.data(), c, 1}, {w.data() + c, g.data() + c, c, 1}, 1e-12};
@@ -82,7 +77,7 @@ TEST_CASE("LayerNorm backward matches finite differences", "[layers][gradcheck]"
 }
 
 TEST_CASE("GELU backward matches finite differences", "[layers][gradcheck]") {
-  M x = random_matrix(3, 7, 7, -3, 3), r = random_matrix(3, 7, 8);
+  M x = uniform_matrix(3, 7, 7, -3, 3), r = uniform_matrix(3, 7, 8);
   auto loss = [&] {
     M y(3, 7);
     gelu_forward<double>(x, y);
@@ -101,7 +96,7 @@ TEST_CASE("GELU backward matches finite differences", "[layers][gradcheck]") {
 }
 
 TEST_CASE("cross-entropy backward matches finite differences", "[layers][gradcheck]") {
-  M logits = random_matrix(4, 3, 9, -2, 2);
+  M logits = uniform_matrix(4, 3, 9, -2, 2);
   std::vector<std::int32_t> labels{0, 2, 1, 2};
   M probs(4, 3);
   auto loss = [&] { return cross_entropy_forward<double>(logits, labels.data(), probs); };
@@ -127,7 +122,7 @@ TEST_CASE("dropout masks are seeded and scaled and deterministic", "[layers]") {
 
 TEST_CASE("attention backward matches finite differences and padded keys get no weight", "[layers][gradcheck]") {
   const Index batch = 2, seq = 5, c = 6, heads = 2, n = batch * seq;
-  M x = random_matrix(n, c, 10), r = random_matrix(n, c, 11);
+  M x = uniform_matrix(n, c, 10), r = uniform_matrix(n, c, 11);
   std::vector<double> w(3 * c * c + 3 * c + c * c + c), g(w.size(), 0.0);
   fill_uniform(w.data(), w.size(), 12, -0.6, 0.6);
   double* p = w.data();
@@ -169,7 +164,7 @@ TEST_CASE("attention on listed query rows gives those rows of the full one, its 
   const Index batch = 3, seq = 5, c = 6, heads = 2, n = batch * seq;
   const std::vector<std::int32_t> rows{1, 3, 4, 11, 12};
   const auto m = static_cast<Index>(rows.size());
-  M x = random_matrix(n, c, 13), r = random_matrix(m, c, 14);
+  M x = uniform_matrix(n, c, 13), r = uniform_matrix(m, c, 14);
   std::vector<double> w(4 * c * c + 4 * c), g(w.size(), 0.0);
   fill_uniform(w.data(), w.size(), 15, -0.6, 0.6);
   SelfAttention<double> attn = attention_over(w, c, heads);
@@ -208,7 +203,7 @@ TEST_CASE("float attention weights do not depend on which softmax batch a query 
   // one by one. Rows 0 and 6 of a 7-token sequence have equal inputs, so
   // equal queries; one goes through the four-row path, the other alone.
   const Index batch = 1, seq = 7, c = 8, heads = 2, n = batch * seq;
-  M xd = random_matrix(n, c, 21);
+  M xd = uniform_matrix(n, c, 21);
   xd.row(6) = xd.row(0);
   std::vector<double> wd(4 * c * c + 4 * c);
   fill_uniform(wd.data(), wd.size(), 22, -0.6, 0.6);
@@ -239,7 +234,7 @@ TEST_CASE("inference's attention paths equal the plain ones up to rounding", "[l
   // Three sequences: full, trailing [PAD] keys (the prefix softmax), a [PAD]
   // key in the middle (the masked softmax).
   const Index batch = 3, seq = 6, c = 8, heads = 2, n = batch * seq;
-  const M xd = random_matrix(n, c, 31);
+  const M xd = uniform_matrix(n, c, 31);
   std::vector<double> wd(4 * c * c + 4 * c);
   fill_uniform(wd.data(), wd.size(), 32, -0.6, 0.6);
   const std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0};
@@ -280,7 +275,7 @@ TEST_CASE("inference's attention paths equal the plain ones up to rounding", "[l
 }
 
 TEST_CASE("binary cross-entropy backward matches finite differences and the loss is stable", "[layers][gradcheck][multi-label]") {
-  M logits = random_matrix(4, 3, 19, -3, 3);
+  M logits = uniform_matrix(4, 3, 19, -3, 3);
   std::vector<std::uint8_t> targets{1, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1, 0};
   M probs(4, 3);
   auto loss = [&] { return binary_cross_entropy_forward<double>(logits, targets.data(), probs); };
@@ -312,7 +307,7 @@ TEST_CASE("binary cross-entropy backward matches finite differences and the loss
 
 TEST_CASE("label-smoothed cross-entropy: the loss by hand, its backward against finite differences, ε = 0 unchanged",
           "[layers][gradcheck]") {
-  M logits = random_matrix(4, 3, 29, -2, 2);
+  M logits = uniform_matrix(4, 3, 29, -2, 2);
   std::vector<std::int32_t> labels{0, 2, 1, 2};
   M probs(4, 3);
   const double eps = 0.1;
@@ -337,7 +332,7 @@ TEST_CASE("label-smoothed cross-entropy: the loss by hand, its backward against 
 
 TEST_CASE("cross-entropy on rows of no label (train --outliers): the uniform target by hand, backward against finite "
           "differences, with and without label smoothing", "[layers][gradcheck]") {
-  M logits = random_matrix(5, 3, 31, -2, 2);
+  M logits = uniform_matrix(5, 3, 31, -2, 2);
   std::vector<std::int32_t> labels{0, kNoLabel, 1, kNoLabel, 2};
   M probs(5, 3);
   for (const double eps : {0.0, 0.1}) {

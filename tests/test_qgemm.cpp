@@ -17,9 +17,7 @@ using MF = MatR<float>;
 namespace {
 
 MF shifted_floats(Index rows, Index cols, std::uint64_t seed, double shift = 0.0) {
-  MatR<double> m(rows, cols);
-  test::fill_uniform(m.data(), static_cast<std::size_t>(m.size()), seed);
-  return (m.array() + shift).matrix().cast<float>();
+  return (test::uniform_matrix(rows, cols, seed).array() + shift).matrix().cast<float>();
 }
 
 struct Weights {
