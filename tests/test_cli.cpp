@@ -297,9 +297,9 @@ TEST_CASE("two attention layers tell 佛跳墙 from 佛 跳 墙 scattered (DESIG
   std::string dir = temp_dir();
   REQUIRE(run_shell(toy_corpus(dir + "/train.tsv", 2000, 1)).status == 0);
   REQUIRE(run_shell(toy_corpus(dir + "/test.tsv", 500, 2)).status == 0);
-  // The phrase is learnt late (a 3-, 5- or 10-epoch schedule stays near chance on the scattered texts). The
-  // sanitizers, some twenty times slower, run 3 epochs of the same shape for its memory and arithmetic checks;
-  // the accuracy is the Release build's to show.
+  // The phrase is learnt late: 3, 5 and 10 epochs of this schedule reach 0.50, 0.52 and 0.62 accuracy (8: 0.77),
+  // 30 pass the checks below. The sanitizers, some twenty times slower, run 3 epochs of the same shape for their
+  // memory and UB checks; the accuracy is the Release build's to show.
 #ifdef ZIBERT_SANITIZED
   const std::string epochs = "3";
 #else
