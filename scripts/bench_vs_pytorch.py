@@ -12,7 +12,7 @@ bench --int8 (the network quantized as zibert quantize does) against
 torch.quantization.quantize_dynamic on the Linear layers, on the faster of
 the quantized engines Debian's PyTorch offers (onednn, qnnpack).
 
-usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32] [--seconds 5] [--mlm | --int8]
+usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32 (64 with --mlm)] [--seconds 5] [--mlm | --int8]
                                 [--rounds 3] [--texts 4096] [--shape NAME] [--json] [--zibert BIN]
 """
 import argparse
@@ -68,7 +68,8 @@ def median_of(runs, phase, key):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--batch", type=int, default=None,
+                    help="examples per step (default 32, as train; with --mlm 64, as pretrain)")
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--texts", type=int, default=4096)
@@ -81,6 +82,8 @@ def main():
     args = ap.parse_args()
     if args.mlm and args.int8:
         ap.error("--mlm and --int8 exclude each other")
+    if args.batch is None:
+        args.batch = 64 if args.mlm else 32
     phases = ("pretrain",) if args.mlm else ("inference", "inference_int8") if args.int8 else ("train", "inference")
     shapes = [(name, shape) for name, shape in SHAPES if not args.shape or name in args.shape]
     results = []

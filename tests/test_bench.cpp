@@ -107,6 +107,7 @@ TEST_CASE("zibert bench --mlm reports pretraining throughput", "[bench][cli][mlm
   REQUIRE(r.status == 0);
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["model"]["task"] == "mlm");
+  CHECK(j["batch"] == 8);
   CHECK_FALSE(j.contains("train"));
   REQUIRE(j.contains("pretrain"));
   CHECK(j["pretrain"]["steps"].get<int>() >= 3);
@@ -117,4 +118,13 @@ TEST_CASE("zibert bench --mlm reports pretraining throughput", "[bench][cli][mlm
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("pretrain "));
   CHECK(run_zibert("bench --mlm --train-only" + shape).status == 2);
+  // Without --batch, pretrain's default batch (train's is 32).
+  const std::string unbatched = " --layers 1 --heads 2 --dim 16 --ffn 32 --max-len 32 --texts 64 --seconds 0.2"
+                                " --ceiling-size 128 --threads 2 --json";
+  r = run_zibert("bench --mlm" + unbatched);
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["batch"] == 64);
+  r = run_zibert("bench --train-only" + unbatched);
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["batch"] == 32);
 }

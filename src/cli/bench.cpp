@@ -11,11 +11,12 @@ struct BenchCli {
   BenchOptions bench;
   std::string lengths;
   int threads = 0;
-  bool json = false, train_only = false, infer_only = false;
+  bool json = false, train_only = false, infer_only = false, batch_given = false;
 };
 
 int run_bench_cli(BenchCli o) {
   BenchOptions opt = o.bench;
+  if (opt.mlm && !o.batch_given) opt.batch = kPretrainBatch;  // pretrain's steps, at pretrain's default
   opt.threads = apply_threads(o.threads);
   if (!o.lengths.empty()) {
     long long lo = 0, hi = 0;
@@ -48,7 +49,7 @@ Runner setup_bench(CLI::App& app) {
       "  zibert bench\n"
       "  zibert bench --layers 4 --dim 128 --ffn 512 --heads 4 --batch 32 --seconds 5\n"
       "  zibert bench --data train.tsv --threads 1 --json\n"
-      "  zibert bench --mlm --layers 4 --dim 128 --ffn 512 --batch 64   # pretraining throughput\n"
+      "  zibert bench --mlm --layers 4 --dim 128 --ffn 512   # pretraining throughput (batch 64)\n"
       "  zibert bench --int8 --infer-only --layers 4 --dim 128 --ffn 512   # int8 next to float32\n"
       "  zibert bench -m model.int8.safetensors --infer-only --data test.tsv   # a model file's inference");
   ModelConfig& s = o->bench.shape;
@@ -58,7 +59,11 @@ Runner setup_bench(CLI::App& app) {
   app.add_option("--ffn", s.ffn, "Feed-forward width F")->check(CLI::Range(1, 16384))->capture_default_str();
   app.add_option("--max-len", s.max_len, "Positions, [CLS]/[SEP] included")->check(CLI::Range(3, 8192))->capture_default_str();
   app.add_option("--vocab", s.vocab_size, "Vocabulary size of generated data")->check(CLI::Range(6, 10000000))->capture_default_str();
-  app.add_option("--batch", o->bench.batch, "Examples per training batch (inference batches as classify does)")->check(CLI::Range(1, 65536))->capture_default_str();
+  CLI::Option* batch = app.add_option("--batch", o->bench.batch,
+                                      "Examples per training batch (inference batches as classify does); with --mlm "
+                                      "sequences per step, default 64 as in pretrain")
+                           ->check(CLI::Range(1, 65536))
+                           ->capture_default_str();
   app.add_option("--seconds", o->bench.seconds, "Seconds per phase")->check(finite_range(0.001, 3600.0))->capture_default_str();
   app.add_option("--lengths", o->lengths, "Generated text lengths MIN-MAX in characters, uniform (default 8 to max-len - 2)");
   app.add_option("--texts", o->bench.texts, "Generated texts")->check(CLI::Range(1, 10000000))->capture_default_str();
@@ -81,7 +86,10 @@ Runner setup_bench(CLI::App& app) {
     model->excludes(app.get_option(shape_flag));
   add_threads_option(app, o->threads);
   app.add_flag("--json", o->json, "JSON output");
-  return [o] { return run_bench_cli(*o); };
+  return [o, batch] {
+    o->batch_given = batch->count() > 0;
+    return run_bench_cli(*o);
+  };
 }
 
 }  // namespace zibert::cli

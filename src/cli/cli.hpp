@@ -2,6 +2,7 @@
 // that declares the options on a CLI11 subcommand, and a run function.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -12,6 +13,9 @@ namespace zibert::cli {
 
 // Exit statuses, as grep.
 inline constexpr int kExitOk = 0, kExitNoMatch = 1, kExitError = 2;
+// Sequences per masked-LM step unless told otherwise: pretrain's --batch,
+// train's --pretrain-batch and bench --mlm's.
+inline constexpr std::int64_t kPretrainBatch = 64;
 
 // -m, else $ZIBERT_MODEL, else the installed default, else the source tree's.
 std::string resolve_model_path(const std::string& flag);

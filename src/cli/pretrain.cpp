@@ -146,7 +146,7 @@ int run_pretrain(const PretrainCli& o) {
 Runner setup_pretrain(CLI::App& app) {
   auto o = std::make_shared<PretrainCli>();
   o->train.adam.lr = 1e-3;  // what the shipped encoder and the study pretrain with
-  o->train.batch = 64;
+  o->train.batch = kPretrainBatch;
   o->train.shape.max_len = 128;
   app.footer(
       "Pretrain an encoder on raw text with BERT's masked-language-model objective:\n"

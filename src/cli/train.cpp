@@ -22,7 +22,7 @@ struct TrainCli {
   bool quiet = false, no_calibration = false;
   FaultInjection faults;
   // Self-pretraining first (train --pretrain-epochs): on the training texts and these.
-  std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
+  std::int64_t pretrain_epochs = 0, pretrain_batch = kPretrainBatch;
   double pretrain_lr = 1e-3;
   std::vector<std::string> pretrain_texts;
   std::vector<std::string> outliers;              // --outliers: texts of no label
