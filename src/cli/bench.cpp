@@ -11,12 +11,11 @@ struct BenchCli {
   BenchOptions bench;
   std::string lengths;
   int threads = 0;
-  bool json = false, train_only = false, infer_only = false, batch_given = false;
+  bool json = false, train_only = false, infer_only = false;
 };
 
 int run_bench_cli(BenchCli o) {
   BenchOptions opt = o.bench;
-  if (opt.mlm && !o.batch_given) opt.batch = kPretrainBatch;  // pretrain's steps, at pretrain's default
   opt.threads = apply_threads(o.threads);
   if (!o.lengths.empty()) {
     long long lo = 0, hi = 0;
@@ -87,7 +86,7 @@ Runner setup_bench(CLI::App& app) {
   add_threads_option(app, o->threads);
   app.add_flag("--json", o->json, "JSON output");
   return [o, batch] {
-    o->batch_given = batch->count() > 0;
+    if (o->bench.mlm && batch->count() == 0) o->bench.batch = kPretrainBatch;  // pretrain's steps at its default
     return run_bench_cli(*o);
   };
 }
