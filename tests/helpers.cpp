@@ -106,15 +106,29 @@ std::string shared_dir(const std::string& name, const std::function<void(const s
   return dir;
 }
 
+std::string rebuild_file(const std::string& bytes, const std::function<void(EditedFile&)>& edit) {
+  const SafeTensors file = decode_safetensors(bytes, "test");
+  EditedFile e{file.metadata, {}};
+  for (const auto& [name, t] : file.tensors)
+    e.tensors[name] = {t.shape, t.dtype, std::string(t.bytes, t.count * dtype_size(t.dtype))};
+  edit(e);
+  std::vector<TensorRef> refs;
+  for (const auto& [name, t] : e.tensors) refs.push_back({name, t.shape, t.bytes.data(), t.dtype});
+  return encode_safetensors(e.metadata, refs);
+}
+
+std::string decode_error(const std::string& bytes) {
+  try {
+    decode_model(bytes, "bad.safetensors");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 void write_with_metadata(const std::string& from, const std::string& to, const std::string& key,
                          const std::string& value) {
-  const std::string bytes = read_text(from);
-  const SafeTensors file = decode_safetensors(bytes, from);
-  std::map<std::string, std::string> meta = file.metadata;
-  meta[key] = value;
-  std::vector<TensorRef> tensors;
-  for (const auto& [name, t] : file.tensors) tensors.push_back({name, t.shape, t.bytes, t.dtype});
-  write_text(to, encode_safetensors(meta, tensors));
+  write_text(to, rebuild_file(read_text(from), [&](EditedFile& e) { e.metadata[key] = value; }));
 }
 
 void write_text(const std::string& path, const std::string& text) {

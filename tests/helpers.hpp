@@ -1,10 +1,12 @@
 // Shared test helpers: a tiny classifier, temp dirs, running the CLI.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "zibert/model/model_file.hpp"
+#include "zibert/model/safetensors.hpp"
 
 namespace zibert::test {
 
@@ -31,6 +33,21 @@ std::string temp_dir();
 std::string shared_dir(const std::string& name, const std::function<void(const std::string& dir)>& make);
 
 void write_text(const std::string& path, const std::string& text);
+// A safetensors file's metadata and tensors, owned, to be edited and written
+// back (the hostile-file tests): rebuild_file(bytes, edit) decodes bytes,
+// lets edit change them, and encodes the result.
+struct EditedTensor {
+  std::vector<std::int64_t> shape;
+  DType dtype;
+  std::string bytes;
+};
+struct EditedFile {
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, EditedTensor> tensors;
+};
+std::string rebuild_file(const std::string& bytes, const std::function<void(EditedFile&)>& edit);
+// What decode_model says of bytes named bad.safetensors ("(no error)" if it reads them).
+std::string decode_error(const std::string& bytes);
 // Writes the model file `from` to `to` with one metadata string set to value
 // (the hostile-metadata tests).
 void write_with_metadata(const std::string& from, const std::string& to, const std::string& key,

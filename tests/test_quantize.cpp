@@ -20,44 +20,13 @@ using namespace zibert::test;
 
 namespace {
 
-// A file's tensors, owned, to be edited and written back.
-struct Tensor {
-  std::vector<std::int64_t> shape;
-  DType dtype;
-  std::string bytes;
-};
-struct Edited {
-  std::map<std::string, std::string> metadata;
-  std::map<std::string, Tensor> tensors;
-};
+void set_float(EditedTensor& t, std::size_t i, float v) { std::memcpy(t.bytes.data() + 4 * i, &v, 4); }
 
-std::string rebuild(const std::string& bytes, const std::function<void(Edited&)>& edit) {
-  const SafeTensors file = decode_safetensors(bytes, "test");
-  Edited e{file.metadata, {}};
-  for (const auto& [name, t] : file.tensors)
-    e.tensors[name] = {t.shape, t.dtype, std::string(t.bytes, t.count * dtype_size(t.dtype))};
-  edit(e);
-  std::vector<TensorRef> refs;
-  for (const auto& [name, t] : e.tensors) refs.push_back({name, t.shape, t.bytes.data(), t.dtype});
-  return encode_safetensors(e.metadata, refs);
-}
-
-void set_float(Tensor& t, std::size_t i, float v) { std::memcpy(t.bytes.data() + 4 * i, &v, 4); }
-
-Tensor f32_of(const Tensor& i8, const std::vector<float>& scales) {
-  Tensor out{i8.shape, DType::f32, std::string(4 * i8.bytes.size(), '\0')};
+EditedTensor f32_of(const EditedTensor& i8, const std::vector<float>& scales) {
+  EditedTensor out{i8.shape, DType::f32, std::string(4 * i8.bytes.size(), '\0')};
   const std::size_t cols = static_cast<std::size_t>(i8.shape[1]);
   for (std::size_t e = 0; e < i8.bytes.size(); ++e) set_float(out, e, float(std::int8_t(i8.bytes[e])) * scales[e / cols]);
   return out;
-}
-
-std::string error_of(const std::string& bytes) {
-  try {
-    decode_model(bytes, "bad.safetensors");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 Classifier shipped() { return load_model(std::string(ZIBERT_SOURCE_DIR) + "/models/fotiaoqiang.safetensors"); }
@@ -117,55 +86,55 @@ TEST_CASE("damaged int8 model files are clear errors", "[quantize]") {
   const std::string w = "bert.encoder.layer.1.intermediate.dense.weight", s = w + "_scale";
   struct Case {
     const char* what;
-    std::function<void(Edited&)> edit;
+    std::function<void(EditedFile&)> edit;
     std::string message;
   };
   auto c = GENERATE_COPY(values<Case>({
-      {"NaN scale", [s](Edited& e) { set_float(e.tensors[s], 3, NAN); }, "not finite and positive"},
-      {"zero scale", [s](Edited& e) { set_float(e.tensors[s], 0, 0.0f); }, "not finite and positive"},
-      {"negative scale", [s](Edited& e) { set_float(e.tensors[s], 1, -0.5f); }, "not finite and positive"},
-      {"infinite scale", [s](Edited& e) { set_float(e.tensors[s], 2, INFINITY); }, "not finite and positive"},
+      {"NaN scale", [s](EditedFile& e) { set_float(e.tensors[s], 3, NAN); }, "not finite and positive"},
+      {"zero scale", [s](EditedFile& e) { set_float(e.tensors[s], 0, 0.0f); }, "not finite and positive"},
+      {"negative scale", [s](EditedFile& e) { set_float(e.tensors[s], 1, -0.5f); }, "not finite and positive"},
+      {"infinite scale", [s](EditedFile& e) { set_float(e.tensors[s], 2, INFINITY); }, "not finite and positive"},
       {"scale of the wrong shape",
-       [s](Edited& e) {
+       [s](EditedFile& e) {
          e.tensors[s].shape = {2, 8};
          e.tensors[s].bytes.resize(4 * 16);
        },
        "_scale has shape [2,8], the config needs [16]"},
-      {"missing scale", [s](Edited& e) { e.tensors.erase(s); }, "_scale is missing"},
+      {"missing scale", [s](EditedFile& e) { e.tensors.erase(s); }, "_scale is missing"},
       {"F32 where I8 is required",  // the matrix dequantized, its scale kept
-       [w](Edited& e) {
-         const Tensor& i8 = e.tensors[w];
+       [w](EditedFile& e) {
+         const EditedTensor& i8 = e.tensors[w];
          e.tensors[w] = f32_of(i8, std::vector<float>(static_cast<std::size_t>(i8.shape[0]), 0.01f));
        },
        w + " is F32 where the model needs I8"},
       {"I8 where F32 is required",
-       [](Edited& e) {
-         Tensor& b = e.tensors["bert.pooler.dense.bias"];
+       [](EditedFile& e) {
+         EditedTensor& b = e.tensors["bert.pooler.dense.bias"];
          b = {b.shape, DType::i8, std::string(static_cast<std::size_t>(b.shape[0]), '\1')};
        },
        "bert.pooler.dense.bias is I8 where the model needs F32"},
       {"metadata lists too few tensors",
-       [w](Edited& e) {
+       [w](EditedFile& e) {
          nlohmann::json q = nlohmann::json::parse(e.metadata["quantization"]);
          q["tensors"].erase(q["tensors"].begin());
          e.metadata["quantization"] = q.dump();
        },
        "lists 15 tensors, not the model's 16 matrices"},
       {"metadata of another scheme",
-       [](Edited& e) {
+       [](EditedFile& e) {
          nlohmann::json q = nlohmann::json::parse(e.metadata["quantization"]);
          q["scheme"] = "int4-groupwise";
          e.metadata["quantization"] = q.dump();
        },
        "scheme \"int4-groupwise\""},
-      {"int8 tensors without quantization metadata", [](Edited& e) { e.metadata.erase("quantization"); },
+      {"int8 tensors without quantization metadata", [](EditedFile& e) { e.metadata.erase("quantization"); },
        "is I8 where the model needs F32 (an int8 tensor in a model whose metadata has no \"quantization\")"},
       {"a scale for a tensor that is not int8",
-       [](Edited& e) { e.tensors["bert.pooler.dense.bias_scale"] = {{8}, DType::f32, std::string(32, '\0')}; },
+       [](EditedFile& e) { e.tensors["bert.pooler.dense.bias_scale"] = {{8}, DType::f32, std::string(32, '\0')}; },
        "unexpected tensor bert.pooler.dense.bias_scale"},
   }));
   INFO(c.what);
-  const std::string message = error_of(rebuild(good, c.edit));
+  const std::string message = decode_error(rebuild_file(good, c.edit));
   CHECK_THAT(message, Catch::Contains(c.message));
   CHECK_THAT(message, Catch::Contains("bad.safetensors"));
 }
