@@ -36,6 +36,7 @@ int run_info(const InfoCli& o) {
     j["quantization"] = quantization_metadata(*m.quantization);
     j["quantization"]["int8_isa"] = int8_isa_name(int8_isa());
   }
+  j["dtype"] = m.quantization ? "int8" : m.float16 ? "float16" : "float32";  // how the weights are stored
   j["training"] = m.training;
   j["calibration"] = m.calibration ? m.calibration->to_json() : nlohmann::json(nullptr);
   if (o.json) {
@@ -59,6 +60,9 @@ int run_info(const InfoCli& o) {
                 m.quantization->tensors.size(), params - int8);
     std::printf("int8        %s; activations quantized per row at inference, products on %s\n",
                 kQuantizationScheme, int8_isa_name(int8_isa()));
+  } else if (m.float16) {
+    std::printf("parameters  %zu (%.2f MB as F16: stored in half precision, computed in float32)\n", params,
+                double(params) * 2 / 1e6);
   } else {
     std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
   }

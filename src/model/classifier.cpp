@@ -1,6 +1,9 @@
 #include "zibert/model/classifier.hpp"
 
+#include <cmath>
+
 #include "zibert/base/error.hpp"
+#include "zibert/base/half.hpp"
 #include "zibert/nn/qgemm.hpp"
 
 namespace zibert {
@@ -41,6 +44,23 @@ Classifier quantize_model(const Classifier& model) {
                 " is too wide for int8 products (at most " + std::to_string(kInt8MaxDepth) + ")");
   Classifier out = model;
   out.quantization = quantize_net(out.net);
+  out.float16 = false;
+  return out;
+}
+
+Classifier float16_model(const Classifier& model) {
+  if (model.quantization) throw Error("the model is int8 (zibert quantize's); store the float32 model it came from as float16");
+  if (model.float16) throw Error("the model is float16 already");
+  Classifier out = model;
+  for (const TensorInfo& t : out.net.layout()) {
+    float* w = out.net.params().data() + t.offset;
+    for (std::size_t i = 0; i < t.size; ++i) {
+      if (!(std::fabs(w[i]) <= kHalfMax))
+        throw Error("tensor " + t.name + " holds " + std::to_string(w[i]) + ", beyond float16's ±65504");
+      w[i] = float_from_half(half_from_float(w[i]));
+    }
+  }
+  out.float16 = true;
   return out;
 }
 

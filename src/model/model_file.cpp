@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "zibert/base/half.hpp"
 #include "zibert/base/io.hpp"
 #include "zibert/base/utf8.hpp"
 #include "zibert/model/safetensors.hpp"
@@ -14,6 +15,21 @@ namespace zibert {
 
 namespace {
 constexpr const char* kCheckpointTensors[] = {"zibert.adam.m", "zibert.adam.v", "zibert.best"};
+// Metadata "dtype" of a model stored in float16 (Hugging Face's torch_dtype
+// name); a float32 model has none, so its files stay as they were.
+constexpr const char* kFloat16 = "float16";
+
+// A float16 model's weights as stored: (params) halves, each exactly the
+// float the network holds.
+std::vector<std::uint16_t> halves_of(const Classifier& model) {
+  std::vector<std::uint16_t> out(model.net.params().size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const float w = model.net.params()[i];
+    out[i] = half_from_float(w);
+    if (!(float_from_half(out[i]) == w)) throw Error("a float16 model holds a weight float16 cannot store exactly");
+  }
+  return out;
+}
 
 std::string encode_with(const Classifier& model, const std::vector<TensorRef>& extra) {
   std::map<std::string, std::string> meta;
@@ -33,11 +49,17 @@ std::string encode_with(const Classifier& model, const std::vector<TensorRef>& e
   if (model.windows) meta["windows"] = windows_name(*model.windows);
   if (model.quantization) meta["quantization"] = quantization_metadata(*model.quantization).dump();
   if (model.calibration) meta["calibration"] = model.calibration->to_json().dump();
+  if (model.float16) meta["dtype"] = kFloat16;
+  const std::vector<std::uint16_t> halves = model.float16 ? halves_of(model) : std::vector<std::uint16_t>{};
   std::vector<TensorRef> tensors;
   for (const TensorInfo& t : model.net.layout()) {
     const QuantizedTensor* q = nullptr;
     if (model.quantization)
       if (auto it = model.quantization->tensors.find(t.name); it != model.quantization->tensors.end()) q = &it->second;
+    if (model.float16) {
+      tensors.push_back({t.name, t.shape, halves.data() + t.offset, DType::f16});
+      continue;
+    }
     if (!q) {
       tensors.push_back({t.name, t.shape, model.net.params().data() + t.offset});
       continue;
@@ -56,6 +78,7 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
 std::string encode_model(const Classifier& model) { return encode_with(model, {}); }
 
 std::string encode_checkpoint(const Checkpoint& c) {
+  if (c.model.float16) throw Error("a checkpoint holds float32 weights, not a float16 model's");
   const auto n = static_cast<std::int64_t>(c.model.net.params().size());
   for (const auto* v : {&c.adam_m, &c.adam_v, &c.best})
     if (static_cast<std::int64_t>(v->size()) != n) throw Error("checkpoint state does not match the model's size");
@@ -72,6 +95,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   Checkpoint c{decode_with(file.bytes(), path, &extra), {}, {}, {}};
   auto bad = [&](const std::string& what) { return Error(path + ": not a usable zibert checkpoint: " + what); };
   if (c.model.quantization) throw bad("it is an int8 model (zibert quantize's), which does not train");
+  if (c.model.float16) throw bad("its weights are float16 (zibert quantize --to float16's); training keeps float32");
   if (!c.model.training.is_object() || !c.model.training.contains("checkpoint") ||
       !c.model.training["checkpoint"].is_object())
     throw bad("it holds no training state (a model file? train --init starts from a model)");
@@ -79,6 +103,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   for (int i = 0; i < 3; ++i) {
     auto it = extra.find(kCheckpointTensors[i]);
     if (it == extra.end()) throw bad(std::string("tensor ") + kCheckpointTensors[i] + " is missing");
+    if (it->second.dtype != DType::f32) throw bad(std::string("tensor ") + kCheckpointTensors[i] + " is not F32");
     if (it->second.count != c.model.net.params().size())
       throw bad(std::string("tensor ") + kCheckpointTensors[i] + " does not match the model's size");
     into[i]->resize(it->second.count);
@@ -111,6 +136,7 @@ struct Header {
   std::optional<Windows> windows;
   std::optional<std::vector<std::string>> quantized;  // the int8 tensors the metadata names
   std::optional<Calibration> calibration;
+  bool float16 = false;  // metadata "dtype": "float16": every weight F16
 };
 
 class Reader {
@@ -189,6 +215,14 @@ class Reader {
       }
     }
     if (file_.metadata.count("quantization")) h.quantized = quantized_names(parse("quantization"));
+    if (auto it = file_.metadata.find("dtype"); it != file_.metadata.end()) {
+      if (it->second != kFloat16)
+        throw bad("metadata \"dtype\" is \"" + it->second + "\"; zibert stores float32 (no \"dtype\") or \"float16\"");
+      if (h.quantized)
+        throw bad("metadata has both \"dtype\": \"float16\" and \"quantization\"; an int8 model keeps its other "
+                  "tensors float32");
+      h.float16 = true;
+    }
     if (file_.metadata.count("calibration")) {
       if (h.config.multi_label) throw bad("metadata \"calibration\": a temperature calibrates a softmax, and this "
                                           "model is multi-label");
@@ -245,13 +279,14 @@ class Reader {
   // Every tensor the config needs must be in the file with its shape and
   // dtype before anything is allocated: a small file cannot make zibert
   // allocate a big model. In a quantized model the matrices are I8, each
-  // with its F32 scales, exactly as the metadata lists them.
+  // with its F32 scales, exactly as the metadata lists them; in a float16
+  // one every tensor is F16.
   void check_shapes(const std::vector<TensorInfo>& layout, const Header& h) const {
     std::vector<std::string> matrices;
     for (const TensorInfo& t : layout) {
       const bool int8 = h.quantized && is_quantized_tensor(t);
       if (int8) matrices.push_back(t.name);
-      check_tensor(t.name, t.shape, int8 ? DType::i8 : DType::f32, h);
+      check_tensor(t.name, t.shape, int8 ? DType::i8 : h.float16 ? DType::f16 : DType::f32, h);
       if (int8) check_tensor(t.name + kScaleSuffix, {t.shape[0]}, DType::f32, h);
     }
     if (!h.quantized) return;
@@ -276,10 +311,13 @@ class Reader {
       for (auto d : shape) want += (want.empty() ? "" : ",") + std::to_string(d);
       throw bad("tensor " + name + " has shape [" + got + "], the config needs [" + want + "]");
     }
-    if (it->second.dtype != dtype)
-      throw bad("tensor " + name + " is " + dtype_name(it->second.dtype) + " where the model needs " +
-                dtype_name(dtype) +
-                (h.quantized ? "" : " (an int8 tensor in a model whose metadata has no \"quantization\")"));
+    const DType got = it->second.dtype;
+    if (got != dtype)
+      throw bad("tensor " + name + " is " + dtype_name(got) + " where the model needs " + dtype_name(dtype) +
+                (got == DType::i8 && !h.quantized ? " (an int8 tensor in a model whose metadata has no \"quantization\")"
+                 : got == DType::f16 && !h.float16
+                     ? " (a float16 tensor in a model whose metadata has no \"dtype\": \"float16\")"
+                     : ""));
   }
 
   // The weights, each finite; a tensor the model does not have is an error,
@@ -343,6 +381,7 @@ Classifier decode_with(std::string_view bytes, const std::string& name, std::map
     throw reader.bad(std::string("metadata \"windows\": ") + e.what());
   }
   reader.copy_weights(model.net, extra, model.quantization);
+  model.float16 = h.float16;
   return model;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "zibert/base/error.hpp"
+#include "zibert/base/half.hpp"
 
 namespace zibert {
 
@@ -16,8 +17,8 @@ namespace {
 constexpr std::uint64_t kMaxHeader = 100u << 20;  // 100 MB of JSON is more than any real header
 }
 
-const char* dtype_name(DType t) { return t == DType::i8 ? "I8" : "F32"; }
-std::size_t dtype_size(DType t) { return t == DType::i8 ? 1 : 4; }
+const char* dtype_name(DType t) { return t == DType::i8 ? "I8" : t == DType::f16 ? "F16" : "F32"; }
+std::size_t dtype_size(DType t) { return t == DType::i8 ? 1 : t == DType::f16 ? 2 : 4; }
 
 std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
                                const std::vector<TensorRef>& tensors) {
@@ -47,12 +48,20 @@ std::string encode_safetensors(const std::map<std::string, std::string>& metadat
 }
 
 void SafeTensor::copy_to(float* out) const {
-  if (dtype != DType::f32) throw Error("an I8 tensor read as F32");
-  if (count) std::memcpy(out, bytes, 4 * count);
+  if (dtype == DType::i8) throw Error("an I8 tensor read as F32");
+  if (dtype == DType::f32) {
+    if (count) std::memcpy(out, bytes, 4 * count);
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint16_t h = 0;
+    std::memcpy(&h, bytes + 2 * i, 2);
+    out[i] = float_from_half(h);
+  }
 }
 
 void SafeTensor::copy_to(std::int8_t* out) const {
-  if (dtype != DType::i8) throw Error("an F32 tensor read as I8");
+  if (dtype != DType::i8) throw Error(std::string("an ") + dtype_name(dtype) + " tensor read as I8");
   if (count) std::memcpy(out, bytes, count);
 }
 
@@ -110,9 +119,10 @@ SafeTensor tensor_entry(const std::string& key, const nlohmann::json& value, con
   if (!value.is_object()) throw bad(where + " is not an object");
   if (!value.contains("dtype") || !value["dtype"].is_string()) throw bad(where + " has no dtype");
   std::string dtype = value["dtype"].get<std::string>();
-  if (dtype != "F32" && dtype != "I8") throw bad(where + " has dtype " + dtype + "; zibert reads F32 and I8");
+  if (dtype != "F32" && dtype != "I8" && dtype != "F16")
+    throw bad(where + " has dtype " + dtype + "; zibert reads F32, I8 and F16");
   SafeTensor t;
-  t.dtype = dtype == "I8" ? DType::i8 : DType::f32;
+  t.dtype = dtype == "I8" ? DType::i8 : dtype == "F16" ? DType::f16 : DType::f32;
   if (!value.contains("shape") || !value["shape"].is_array()) throw bad(where + " has no shape");
   if (!value.contains("data_offsets") || !value["data_offsets"].is_array() || value["data_offsets"].size() != 2)
     throw bad(where + " has no [begin, end] data_offsets");

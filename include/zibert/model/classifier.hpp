@@ -37,6 +37,10 @@ struct Classifier {
   // train's temperature, fitted on the dev set; inference applies it unless
   // asked for the raw probabilities. A model without it predicts as before.
   std::optional<Calibration> calibration;
+  // Stored with float16 weights (zibert quantize --to float16): net holds
+  // their exact float32 values, which is what every pass computes with, and
+  // saving writes float16 again. Training always makes a float32 model.
+  bool float16 = false;
 
   Windows window_combine() const;
   // Throws unless the recorded windows suit the labels (max needs binary() or multi-label).
@@ -50,7 +54,14 @@ struct Classifier {
 // The model with its matrices quantized to int8 (zibert quantize): the same
 // metadata, model.quantization set and the network's matrices dequantized.
 // Throws when it already is, or when a product would be too deep for int32
-// sums (kInt8MaxDepth).
+// sums (kInt8MaxDepth). A float16 model's int8 twin keeps its other tensors
+// float32, as every int8 model does.
 Classifier quantize_model(const Classifier& model);
+
+// The model stored with float16 weights (zibert quantize --to float16): the
+// same metadata, model.float16 set and every weight rounded to the nearest
+// half. Throws when it is int8 or float16 already, or when a weight lies
+// beyond float16's ±65504, naming the tensor.
+Classifier float16_model(const Classifier& model);
 
 }  // namespace zibert

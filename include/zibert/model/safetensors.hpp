@@ -9,10 +9,11 @@
 
 namespace zibert {
 
-// The element types zibert reads and writes: float32 weights, and int8
-// ones of a quantized model (zibert quantize).
-enum class DType { f32, i8 };
-const char* dtype_name(DType t);  // "F32", "I8": safetensors' names
+// The element types zibert reads and writes: float32 weights, int8 ones of
+// a quantized model (zibert quantize), and float16 ones of a model stored in
+// half precision (zibert quantize --to float16).
+enum class DType { f32, i8, f16 };
+const char* dtype_name(DType t);  // "F32", "I8", "F16": safetensors' names
 std::size_t dtype_size(DType t);  // bytes per element
 
 // A tensor inside the decoded bytes: no copy is made until copy_to().
@@ -21,7 +22,7 @@ struct SafeTensor {
   DType dtype = DType::f32;
   const char* bytes = nullptr;  // little-endian, row-major; points into the decoded buffer
   std::size_t count = 0;        // elements
-  void copy_to(float* out) const;        // throws Error unless F32
+  void copy_to(float* out) const;        // F32, or F16 widened (exactly); throws Error for I8
   void copy_to(std::int8_t* out) const;  // throws Error unless I8
 };
 
@@ -43,7 +44,7 @@ std::string encode_safetensors(const std::map<std::string, std::string>& metadat
 
 // Parses bytes (name is used in error messages); the result points into bytes,
 // which must outlive it. Checks the header length
-// against the file, the JSON, dtypes (F32 and I8), shapes, and that offsets lie
+// against the file, the JSON, dtypes (F32, I8 and F16), shapes, and that offsets lie
 // inside the data and do not overlap.
 SafeTensors decode_safetensors(std::string_view bytes, const std::string& name);
 
