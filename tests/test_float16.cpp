@@ -251,3 +251,23 @@ TEST_CASE("zibert quantize --to float16, and the commands that take a float16 mo
   CHECK_FALSE(fs::exists(dir + "/hh.safetensors"));
   CHECK_FALSE(fs::exists(dir + "/x.safetensors"));
 }
+
+TEST_CASE("the shipped 4-layer encoder is float16, under 5 MB, and fine-tunes and pretrains into float32",
+          "[float16][pretrain][shipped]") {
+  const std::string path = ZIBERT_SOURCE_DIR "/models/zh-encoder-l4.safetensors", dir = temp_dir();
+  CHECK(fs::file_size(path) <= 5 * 1024 * 1024);
+  const nlohmann::json j = nlohmann::json::parse(run_zibert("info --json -m " + path).out);
+  CHECK(j["task"] == "mlm");
+  CHECK(j["dtype"] == "float16");
+  CHECK(j["config"]["layers"] == 4);
+  CHECK(j["training"]["dev_mlm_accuracy"].get<double>() > 0.45);
+  RunResult r = run_zibert("fill-mask -k 1 -m " + path + " '请使用[MASK]令行参数。'");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("1\t1\t命\t"));
+  // pretrain --init continues it in float32.
+  write_text(dir + "/more.txt", "年夜饭的压轴菜是佛跳墙。\n请使用命令行参数。\n佛跳墙是一道福建名菜。\n");
+  RunResult p = run_zibert("pretrain --init " + path + " --text " + dir + "/more.txt --epochs 1 --batch 2 -q --out " +
+                           dir + "/enc.safetensors");
+  REQUIRE(p.status == 0);
+  CHECK(nlohmann::json::parse(run_zibert("info --json -m " + dir + "/enc.safetensors").out)["dtype"] == "float32");
+}
