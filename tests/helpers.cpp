@@ -117,6 +117,22 @@ std::string rebuild_file(const std::string& bytes, const std::function<void(Edit
   return encode_safetensors(e.metadata, refs);
 }
 
+std::string write_demo_texts(const std::string& dir) {
+  const std::string texts = dir + "/demo.txt";
+  REQUIRE(run_shell("tail -n +2 " ZIBERT_SOURCE_DIR "/data/demo.tsv | cut -f2 > " + texts).status == 0);
+  return texts;
+}
+
+std::string classify_same_labels(const std::string& a, const std::string& b, const std::string& texts) {
+  const RunResult ra = run_zibert("classify -m " + a + " " + texts), rb = run_zibert("classify -m " + b + " " + texts);
+  REQUIRE(ra.status == 0);
+  REQUIRE(rb.status == 0);
+  const std::vector<std::string> la = lines_of(ra.out), lb = lines_of(rb.out);
+  REQUIRE(la.size() == lb.size());
+  for (std::size_t i = 0; i < la.size(); ++i) CHECK(la[i].substr(0, la[i].find('\t')) == lb[i].substr(0, lb[i].find('\t')));
+  return rb.out;
+}
+
 std::string decode_error(const std::string& bytes) {
   try {
     decode_model(bytes, "bad.safetensors");

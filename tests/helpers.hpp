@@ -65,6 +65,12 @@ RunResult run_zibert(const std::string& args);
 // Runs any shell command.
 RunResult run_shell(const std::string& command);
 
+// data/demo.tsv's texts, one a line, written to dir/demo.txt; that path.
+std::string write_demo_texts(const std::string& dir);
+// zibert classify of texts by model a and by model b, each of which must run:
+// the same label on every line (Catch checks). b's output.
+std::string classify_same_labels(const std::string& a, const std::string& b, const std::string& texts);
+
 // Runs `zibert train ARGS --checkpoint CHECKPOINT --interrupt-at-step STEP`
 // (ARGS include --out), which must stop, then `zibert train --resume
 // CHECKPOINT`, which must succeed (Catch checks both).

@@ -47,8 +47,6 @@ void convert_all(EditedFile& e, DType to) {
   }
 }
 
-std::string first_field(const std::string& line) { return line.substr(0, line.find('\t')); }
-
 }  // namespace
 
 TEST_CASE("float16 conversion: exact widening, nearest-even rounding, overflow to infinity", "[float16]") {
@@ -211,14 +209,8 @@ TEST_CASE("zibert quantize --to float16, and the commands that take a float16 mo
   CHECK_THAT(run_zibert("info -m " + h).out, Catch::Contains("as F16"));
 
   // The same answers on the demo texts; the variants and calibration kept.
-  const std::string texts = dir + "/demo.txt";
-  REQUIRE(run_shell("tail -n +2 " + demo + " | cut -f2 > " + texts).status == 0);
-  RunResult a = run_zibert("classify -m " + src + " " + texts), b = run_zibert("classify -m " + h + " " + texts);
-  REQUIRE(a.status == 0);
-  REQUIRE(b.status == 0);
-  const std::vector<std::string> la = lines_of(a.out), lb = lines_of(b.out);
-  REQUIRE(la.size() == lb.size());
-  for (std::size_t i = 0; i < la.size(); ++i) CHECK(first_field(la[i]) == first_field(lb[i]));
+  const std::string texts = write_demo_texts(dir);
+  classify_same_labels(src, h, texts);
   CHECK(j["variants"] == nlohmann::json::parse(run_zibert("info --json -m " + src).out)["variants"]);
   CHECK(j["calibration"].is_object());
   RunResult e = run_zibert("eval -m " + h + " --data " + demo + " --json");
