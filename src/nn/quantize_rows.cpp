@@ -22,23 +22,30 @@ struct Range {
 };
 
 // A row's scale, its inverse and its zero point from its range, the same on
-// every path: scale = (hi − lo) / 255 (1 for a row of zeros), zero =
+// every path: scale = (hi − lo) / 255 (1 for a row of zeros, and for a range
+// so tiny that 1 / scale overflows or so wide that it is not finite), zero =
 // round(−lo / scale), so that 0 is exact.
 struct RowParams {
   float scale, inv, zero;
 };
 inline RowParams row_params(Range r) {
   float scale = (r.hi - r.lo) / 255.0f;
-  if (!(scale > 0.0f) || !std::isfinite(scale)) scale = 1.0f, r.lo = 0.0f;
+  if (!(scale > 0.0f) || !std::isfinite(scale) || !std::isfinite(1.0f / scale)) scale = 1.0f, r.lo = 0.0f;
   const float inv = 1.0f / scale;
   return {scale, inv, std::clamp(std::nearbyint(-r.lo * inv), 0.0f, 255.0f)};
 }
 
 // q = clamp(round_half_even(x · inv) + zero, 0, 255) for p in [from, k): the
-// scalar form of what the vector forms compute with the same operations.
+// scalar form of what the vector forms compute with the same operations. The
+// clamp is max then min as AVX2's instructions take them, so that a NaN (in a
+// row a hostile model's weights overflowed) becomes 0 as there, never an
+// undefined conversion to an integer.
 void quantize_tail(const float* row, Index from, Index k, float inv, float zero, std::uint8_t* dst) {
-  for (Index p = from; p < k; ++p)
-    dst[p] = static_cast<std::uint8_t>(std::clamp(std::nearbyint(row[p] * inv) + zero, 0.0f, 255.0f));
+  for (Index p = from; p < k; ++p) {
+    const float v = std::nearbyint(row[p] * inv) + zero;
+    const float at_least_0 = v > 0.0f ? v : 0.0f;
+    dst[p] = static_cast<std::uint8_t>(at_least_0 < 255.0f ? at_least_0 : 255.0f);
+  }
 }
 
 Range range_scalar(const float* row, Index k) {
