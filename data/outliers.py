@@ -12,10 +12,13 @@ script with one of synth's seventeen separators, so that what tells the two
 apart is the separator alone (not the sentence, its length or the place).
 
 Held out, never used here, are the forms README's Calibration table
-measures (data/unseen-forms.tsv): ^ $ % ` \\ 、 ， (NFKC: ,) -- == ++ ^^ and
-" . ", " ~ ", " * ", " ^ ", and 仏. A separator is kept only if NFKC leaves it
-one character that is neither a letter, a digit, a space, one of synth's
-separators nor a held-out one.
+measures (data/unseen-forms.tsv): ^ $ % ` \\ 、 -- == ++ ^^ and " . ", " ~ ",
+" * ", " ^ ", and 仏 (and the ten added on 2026-12-05: – … † ♦ ∙ 〜 ‐ " → ").
+The comma (，, NFKC ,) was held out until 2026-12-05; it is taught now: the
+commonest mark in Chinese, read by the detector as a clause break, it left
+佛，跳，墙 sure of "no mention" (P 0.9953) however the rest generalised.
+A separator is kept only if NFKC leaves it one character that is neither a
+letter, a digit, a space, one of synth's separators nor a held-out one.
 
 Writes OUTDIR/outliers.txt (one text per line) and OUTDIR/matched.tsv
 (label<TAB>text<TAB>category, label 1). --phrase (repeatable: the phrase and
@@ -34,9 +37,9 @@ import unicodedata
 
 # synth's separators in data/build-fotiaoqiang (with the space and ·).
 KNOWN = list(" ·-—_/|・\u3000~*+.@=#&")
-HELD_OUT_CHARS = set("^$%`\\、，,仏")
-HELD_OUT = HELD_OUT_CHARS | {"--", "==", "++", "^^", " . ", " ~ ", " * ", " ^ "}
-SINGLE = ("!\"'():;<>?[]{}" "。《》「」『』【】〔〕•‧°±×÷→←↑↓★☆○●□■△▲◆◇※§¶©®€£¥¢‰♪♥✓≈≠≤≥∞√¤¦¬‖‘’“”〈〉")
+HELD_OUT_CHARS = set("^$%`\\、仏–…†♦∙〜‐")
+HELD_OUT = HELD_OUT_CHARS | {"--", "==", "++", "^^", " . ", " ~ ", " * ", " ^ ", " → "}
+SINGLE = ("!\"',():;<>?[]{}" "。《》「」『』【】〔〕•‧°±×÷→←↑↓★☆○●□■△▲◆◇※§¶©®€£¥¢‰♪♥✓≈≠≤≥∞√¤¦¬‖‘’“”〈〉")
 MULTI = ["__", "//", "||", "..", "**", "~~", "##", "&&", "@@", "——", "··", " - ", " _ ", " / ", " | ", " + ", " @ ",
          " # ", "-_", "/.", "!!", "??", "::", ";;"]
 PHRASES = ["佛跳墙", "佛跳牆", "佛跳墻"]

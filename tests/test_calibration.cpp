@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -292,5 +293,59 @@ TEST_CASE("train --outliers: texts of no label train towards the uniform distrib
     CHECK_THAT(multi.err, Catch::Contains("--outliers") && Catch::Contains("multi-label"));
     CHECK(run_zibert("train --outliers " + dir + "/missing.txt" + common + "/x.safetensors").status == 2);
     CHECK_FALSE(std::ifstream(dir + "/x.safetensors").good());
+  }
+}
+
+TEST_CASE("the shipped detector and its int8 twin are sure of no wrong answer on data/unseen-forms.tsv",
+          "[calibration][shipped]") {
+  // Issue 18: "the model must not be confidently wrong". Clear mentions (1)
+  // and near misses (0) must be right and sure; no text of the file may be
+  // wrong at P >= 0.99; the held-out spacings (unseen) must come out visibly
+  // less sure than clear mentions on average, and the spacings the outliers
+  // train towards 50/50 (outlier) unsure each.
+  const std::string dir = temp_dir();
+  std::vector<std::string> kinds;
+  std::string texts;
+  for (const std::string& line : lines_of(read_text(ZIBERT_SOURCE_DIR "/data/unseen-forms.tsv"))) {
+    const auto tab = line.find('\t');
+    REQUIRE(tab != std::string::npos);
+    kinds.push_back(line.substr(0, tab));
+    std::string text = line.substr(tab + 1);
+    for (std::size_t u; (u = text.find("\\u")) != std::string::npos;) {
+      const auto cp = std::stoul(text.substr(u + 2, 4), nullptr, 16);
+      REQUIRE((cp >= 0x800 && cp < 0x10000));  // three UTF-8 bytes
+      const char utf8[] = {char(0xE0 | (cp >> 12)), char(0x80 | ((cp >> 6) & 0x3F)), char(0x80 | (cp & 0x3F))};
+      text.replace(u, 6, utf8, 3);
+    }
+    texts += text + "\n";
+  }
+  REQUIRE(kinds.size() >= 50);
+  write_text(dir + "/forms.txt", texts);
+  for (const char* model : {"fotiaoqiang.safetensors", "fotiaoqiang.int8.safetensors"}) {
+    RunResult r = run_zibert(std::string("classify --format jsonl -m " ZIBERT_SOURCE_DIR "/models/") + model + " " +
+                             dir + "/forms.txt");
+    INFO(model << ": " << r.err);
+    REQUIRE(r.status == 0);
+    const std::vector<std::string> out = lines_of(r.out);
+    REQUIRE(out.size() == kinds.size());
+    std::map<std::string, std::vector<double>> sure;  // P of the answer, by kind
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const nlohmann::json j = nlohmann::json::parse(out[i]);
+      const std::string label = j["label"];
+      const double p = j["probs"][label];
+      const std::string gold = kinds[i] == "near" ? "0" : "1";
+      INFO(kinds[i] << " " << j["text"].get<std::string>() << ": " << label << " at " << p);
+      CHECK(!(label != gold && p >= 0.99));
+      if (kinds[i] == "clear" || kinds[i] == "near") CHECK((label == gold && p >= 0.99));
+      if (kinds[i] == "outlier") CHECK(p < 0.9);
+      sure[kinds[i]].push_back(p);
+    }
+    const auto mean = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double p : v) s += p;
+      return s / double(v.size());
+    };
+    REQUIRE(sure["unseen"].size() >= 20);
+    CHECK(mean(sure["unseen"]) < mean(sure["clear"]) - 0.15);
   }
 }
