@@ -177,6 +177,9 @@ TEST_CASE("classify -k lists the top labels and a multi-class --threshold the la
   CHECK(j["top"][0]["label"] == "fruit");
   CHECK(j["top"][0]["prob"].get<double>() >= j["top"][1]["prob"].get<double>());
   CHECK(j["top"][1]["prob"].get<double>() >= j["top"][2]["prob"].get<double>());
+  r = run_zibert("classify -k 5 --no-text" + m + dir + "/t.txt");  // TSV: three pairs, no empty ones
+  CHECK_THAT(lines_of(r.out)[0],
+             Catch::Matches("fruit\t[01]\\.[0-9]{4}\t[a-z]+\t[01]\\.[0-9]{4}\t[a-z]+\t[01]\\.[0-9]{4}"));
   // A threshold no label reaches: empty pairs in TSV, null in JSONL; one reached by the best only.
   r = run_zibert("classify --threshold 1 -k 2 --no-text" + m + dir + "/t.txt");
   CHECK(lines_of(r.out)[0] == "\t\t\t");  // two empty label<TAB>prob pairs

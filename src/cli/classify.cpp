@@ -220,7 +220,9 @@ class Classify {
       }
       out += names + "\t" + probs;
     }
-    const std::size_t pairs = multi_label_ && !listing_ ? 0 : listing_ ? static_cast<std::size_t>(std::max(o_.top_k, 1)) : 1;
+    // -k past the label count lists every label: as many pairs as labels.
+    const std::size_t listed = std::min(static_cast<std::size_t>(std::max(o_.top_k, 1)), model_.labels.size());
+    const std::size_t pairs = multi_label_ && !listing_ ? 0 : listing_ ? listed : 1;
     for (std::size_t i = 0; i < pairs; ++i) {
       if (i > 0) out += "\t";
       if (i >= shown.size()) {
