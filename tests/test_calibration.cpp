@@ -328,7 +328,7 @@ TEST_CASE("the shipped detector and its int8 twin are sure of no wrong answer on
     REQUIRE(r.status == 0);
     const std::vector<std::string> out = lines_of(r.out);
     REQUIRE(out.size() == kinds.size());
-    std::map<std::string, std::vector<double>> sure;  // P of the answer, by kind
+    std::map<std::string, std::vector<double>> p_by_kind;  // P of the answer
     for (std::size_t i = 0; i < out.size(); ++i) {
       const nlohmann::json j = nlohmann::json::parse(out[i]);
       const std::string label = j["label"];
@@ -338,14 +338,14 @@ TEST_CASE("the shipped detector and its int8 twin are sure of no wrong answer on
       CHECK(!(label != gold && p >= 0.99));
       if (kinds[i] == "clear" || kinds[i] == "near") CHECK((label == gold && p >= 0.99));
       if (kinds[i] == "outlier") CHECK(p < 0.9);
-      sure[kinds[i]].push_back(p);
+      p_by_kind[kinds[i]].push_back(p);
     }
     const auto mean = [](const std::vector<double>& v) {
       double s = 0;
       for (double p : v) s += p;
       return s / double(v.size());
     };
-    REQUIRE(sure["unseen"].size() >= 20);
-    CHECK(mean(sure["unseen"]) < mean(sure["clear"]) - 0.15);
+    REQUIRE(p_by_kind["unseen"].size() >= 20);
+    CHECK(mean(p_by_kind["unseen"]) < mean(p_by_kind["clear"]) - 0.15);
   }
 }
