@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The general Chinese corpus for pretraining (issue 16), built from Debian
+"""The general Chinese corpus for pretraining, built from Debian
 packages only; nothing of it is committed.
 
 Writes OUTDIR/zh-corpus.txt, one sentence per line, de-duplicated, and

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""What int8 attention products would cost in accuracy (issue 17: "attention
+"""What int8 attention products would cost in accuracy ("attention
 products may stay float32 if int8 there costs accuracy; measure and say").
 
 zibert's int8 path keeps q·kᵀ and p·v in float32. This study emulates, in

@@ -1,4 +1,4 @@
-// Calibration (issue 18): temperature scaling, its fit, the measures
+// Calibration: temperature scaling, its fit, the measures
 // (ECE, Brier, NLL), the model file's "calibration" metadata, and the
 // commands that fit, apply, report and bypass it.
 #include <catch2/catch.hpp>
@@ -298,7 +298,7 @@ TEST_CASE("train --outliers: texts of no label train towards the uniform distrib
 
 TEST_CASE("the shipped detector and its int8 twin are sure of no wrong answer on data/unseen-forms.tsv",
           "[calibration][shipped]") {
-  // Issue 18: "the model must not be confidently wrong". Clear mentions (1)
+  // "The model must not be confidently wrong": Clear mentions (1)
   // and near misses (0) must be right and sure; no text of the file may be
   // wrong at P >= 0.99; the held-out spacings (unseen) must come out visibly
   // less sure than clear mentions on average, and the spacings the outliers

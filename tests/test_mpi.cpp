@@ -1,4 +1,4 @@
-// Training over MPI (issue 19): mpirun -np 2 gives the bits of one process
+// Training over MPI: mpirun -np 2 gives the bits of one process
 // with as many threads in all; stops and resumes; a killed rank ends the job;
 // ranks that disagree are refused. Built only when MPI is (ZIBERT_TEST_MPI).
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Multi-label classifiers (issue 18, fastText's -loss ova): train
+// Multi-label classifiers (fastText's -loss ova): train
 // --multi-label on each data format, classify's label sets, eval's
 // per-label and pooled scores, and the combinations that are refused.
 #include <catch2/catch.hpp>

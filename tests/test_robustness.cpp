@@ -1,5 +1,5 @@
 // Interrupted training and --resume, numerical trouble, failing storage and
-// concurrent use (issue 7), all through the CLI.
+// concurrent use, all through the CLI.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>

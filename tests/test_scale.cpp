@@ -1,4 +1,4 @@
-// Inference fanned out (issue 19): classify and embed are filters, so GNU
+// Inference fanned out: classify and embed are filters, so GNU
 // parallel --pipe gives one process's output byte for byte; --line-offset
 // continues JSONL line numbers across blocks; and writers sharing one pipe
 // never tear each other's records.

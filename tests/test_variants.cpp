@@ -1,4 +1,4 @@
-// Variants (issue 18): characters a model has no row for read as a variant it
+// Variants: characters a model has no row for read as a variant it
 // has (仏 as 佛): the vocabulary's folding, the table reader, the model file's
 // "variants" metadata and its checks, `zibert variants`, train --init keeping
 // them and --extend-vocab dropping the ones that get rows, data/build-variants.

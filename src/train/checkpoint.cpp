@@ -42,7 +42,7 @@ TrainOptions options_from_json(const nlohmann::json& j) {
   o.threads = j.at("threads").get<int>();
   if (j.contains("shape")) {
     o.shape = config_from_json(j.at("shape"));
-  } else {  // checkpoints written before the shape was nested (zibert before issue 15)
+  } else {  // checkpoints written before the shape was nested (older zibert versions)
     o.shape.dropout = j.at("dropout").get<double>();
     o.shape.layers = j.at("layers").get<std::int64_t>();
     o.shape.heads = j.at("heads").get<std::int64_t>();

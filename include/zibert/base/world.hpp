@@ -1,4 +1,4 @@
-// The processes a run is spread over (issue 19): mpirun's ranks when zibert
+// The processes a run is spread over: mpirun's ranks when zibert
 // is built with MPI (find_package(MPI): libopenmpi-dev) and started by
 // mpirun, else this process alone. Training sums its gradients over them
 // in a fixed order, so a run over R ranks of T threads gives the bits of

@@ -1,4 +1,4 @@
-// BERT's masked-language-model input (issue 16): of the non-special tokens,
+// BERT's masked-language-model input: of the non-special tokens,
 // 15 % are chosen; of those, 80 % become [MASK], 10 % a random character and
 // 10 % stay. The loss is taken on the chosen positions only.
 #pragma once

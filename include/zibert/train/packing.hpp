@@ -1,4 +1,4 @@
-// Raw text into masked-LM sequences (issue 16's pretrain): consecutive lines
+// Raw text into masked-LM sequences (pretrain): consecutive lines
 // packed into sequences of up to max_len tokens, so that little compute goes
 // to padding.
 #pragma once
