@@ -1,4 +1,4 @@
-// zibert classify as a shell tool (issue 4): alignment, formats, grep-like
+// zibert classify as a shell tool: alignment, formats, grep-like
 // filtering, long texts, bad input, pipes, streaming, installation.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -12,7 +12,9 @@ using namespace zibert::test;
 
 namespace {
 
-const std::string kZ = std::string("env -u ZIBERT_MODEL ") + ZIBERT_BIN;  // the shipped default model
+// The shipped 佛跳墙 detector, named by $ZIBERT_MODEL: these tests hold the
+// grep-like behaviour, whose stderr says nothing of which model it used.
+const std::string kZ = std::string("env ZIBERT_MODEL=" ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors ") + ZIBERT_BIN;
 
 std::string repeat(const std::string& s, int n) {
   std::string out;

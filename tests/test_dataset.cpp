@@ -48,7 +48,8 @@ TEST_CASE("bad rows are errors naming file and line", "[dataset]") {
   };
   auto c = GENERATE(values<Case>({
       {"1\t佛跳墙\n0 no tab here\n", "d.tsv:2: expected label<TAB>text"},
-      {"1\t佛跳墙\n\t狗急跳墙\n", "d.tsv:2: row has no label"},
+      {"1\t佛跳墙\n\t狗急跳墙\n", "d.tsv:2: row has no label (an empty label field means no labels only under --multi-label)"},
+      {"1\t佛跳墙\n[]\t狗急跳墙\n", "d.tsv:2: a label written [] in TSV: a row of no labels needs train --multi-label"},
       {"1\t佛跳墙\n0\t  \n", "d.tsv:2: row has no text"},
       {"label\ttext\n1\t佛跳墙\n0\n", "d.tsv:3: expected 2 tab-separated columns"},
       {"__label__1 佛跳墙\n__label__0\n", "d.tsv:2: row has no text"},
@@ -56,7 +57,7 @@ TEST_CASE("bad rows are errors naming file and line", "[dataset]") {
       {"{\"text\":\"佛跳墙\",\"label\":1}\n{\"text\":\"x\"}\n", "d.tsv:2: row has no label"},
       {"{\"text\":\"佛跳墙\",\"label\":1}\n{\"label\":1}\n", "d.tsv:2: row has no text"},
       {"{\"text\":\"佛跳墙\",\"label\":1}\n{broken\n", "d.tsv:2: not valid JSON"},
-      {"1\t佛跳墙\n0\t\xFF\xFE\n", "d.tsv:2: invalid UTF-8 at byte 2"},
+      {"1\t佛跳墙\n0\t\xFF\xFE\n", "d.tsv:2:3: invalid UTF-8"},
       {"\n\n", "d.tsv: no labelled rows"},
   }));
   CHECK_THROWS_WITH(parse(c.text), Catch::StartsWith(c.message));
@@ -127,6 +128,7 @@ TEST_CASE("multi-label data: several __label__ words, a JSON list, a TSV comma l
         L{{"food", "price"}, {}, {"drink"}, {"1", "true"}});
   CHECK(labels_of("food, price\t红烧肉太贵\ndrink\t奶茶\n") == L{{"food", "price"}, {"drink"}});
   CHECK(labels_of("label\ttext\nfood,price\t红烧肉太贵\n") == L{{"food", "price"}});
+  CHECK(labels_of("food\t红烧肉\n\t今天天气好\n") == L{{"food"}, {}});  // an empty label field: no labels
   SECTION("a label given twice counts once") {
     CHECK(labels_of("__label__a __label__a 一\n") == L{{"a"}});
     CHECK(labels_of("a,a\t一\n") == L{{"a"}});
@@ -138,7 +140,8 @@ TEST_CASE("multi-label data: several __label__ words, a JSON list, a TSV comma l
   SECTION("errors name the line") {
     CHECK_THROWS_WITH(parse_dataset("a,,b\t一\n", "m.tsv", true),
                       Catch::StartsWith("m.tsv:1: an empty label in the row's labels"));
-    CHECK_THROWS_WITH(parse_dataset("a\t一\n\t二\n", "m.tsv", true), Catch::StartsWith("m.tsv:2: row has no label"));
+    CHECK_THROWS_WITH(parse_dataset("a\t一\n[]\t二\n", "m.tsv", true),
+                      Catch::StartsWith("m.tsv:2: a label written [] in TSV: leave the label field empty"));
     CHECK_THROWS_WITH(parse_dataset("{\"text\":\"一\",\"label\":[\"a\",{}]}\n", "m.jsonl", true),
                       Catch::StartsWith("m.jsonl:1: label must be a string"));
   }

@@ -98,7 +98,7 @@ TEST_CASE("pretrain: bad text and unwritable outputs are errors before any work"
   write_text(dir + "/bad.txt", "第一行\n\n好的\xff文字\n");
   RunResult r = run_zibert("pretrain --text " + dir + "/bad.txt --out " + dir + "/e.safetensors -q");
   CHECK(r.status == 2);
-  CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + dir + "/bad.txt:3: invalid UTF-8 at byte 6"));
+  CHECK_THAT(r.err, Catch::StartsWith("zibert: error: " + dir + "/bad.txt:3:7: invalid UTF-8\n"));
   write_text(dir + "/empty.txt", "\n  \n\n");
   r = run_zibert("pretrain --text " + dir + "/empty.txt --out " + dir + "/e.safetensors -q");
   CHECK(r.status == 2);

@@ -36,6 +36,14 @@ void check_output_path(const std::string& path) {
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error(path + ": directory " + dir + " does not exist");
   if (::access(dir.c_str(), W_OK) != 0) throw Error(path + ": directory " + dir + " is not writable");
+  // access() says yes to root everywhere, /proc included: create (and remove)
+  // the temporary file write_file_atomic will need, so that a run fails
+  // before its work, not when it saves.
+  std::string probe = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) throw Error(path + ": cannot create a file there: " + sys_error());
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& inputs) {

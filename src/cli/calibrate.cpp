@@ -52,7 +52,7 @@ Runner setup_calibrate(CLI::App& app) {
       "Example:\n"
       "  zibert calibrate -m old.safetensors --data dev.tsv --out old.calibrated.safetensors\n"
       "  zibert eval -m old.calibrated.safetensors --data test.tsv");
-  add_model_option(app, o->model);
+  add_required_model_option(app, o->model);
   app.add_option("--data", o->data, "Held-out labelled data (same formats as train), or - for stdin")
       ->required()
       ->check(file_or_stdin());

@@ -15,8 +15,7 @@ std::vector<std::int32_t> encode_line(const Tokenizer& tokenizer, const std::str
   try {
     return tokenizer.encode(text);
   } catch (const Utf8Error& e) {
-    throw Error(src.name() + ":" + std::to_string(line_no) + ":" + std::to_string(e.byte + 1) +
-                ": invalid UTF-8 (--invalid replace carries on)");
+    throw error_at(src.name(), line_no, e.byte + 1, "invalid UTF-8 (--invalid replace carries on)");
   }
 }
 
@@ -42,6 +41,12 @@ Chunk read_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line
 }
 
 std::string display_name(const LineSource& src) { return src.name() == "-" ? "(standard input)" : src.name(); }
+
+LineSource open_input(const std::string& path) {
+  if (path != "-") return LineSource::open(path);
+  if (::isatty(STDIN_FILENO)) std::fputs("zibert: reading standard input; Ctrl-D ends it\n", stderr);
+  return LineSource::stdin_source();
+}
 
 namespace {
 

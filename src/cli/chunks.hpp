@@ -35,6 +35,10 @@ Chunk read_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line
 
 // "(standard input)" for "-", else the file name.
 std::string display_name(const LineSource& src);
+// An input file, or standard input for "-". Standard input from a terminal is
+// said on stderr in one line, so a command that waits for typing (classify -h,
+// grep's no-filename, with no file) does not look hung.
+LineSource open_input(const std::string& path);
 
 // Writes text (whole records, each ending in a newline) to stdout at once: a
 // later error must not lose what was already decided. Each write(2) carries

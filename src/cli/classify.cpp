@@ -91,7 +91,7 @@ class Classify {
   bool run() {
     std::vector<std::string> inputs = o_.inputs.empty() ? std::vector<std::string>{"-"} : o_.inputs;
     for (const std::string& path : inputs) {
-      LineSource src = path == "-" ? LineSource::stdin_source() : LineSource::open(path);
+      LineSource src = open_input(path);
       if (o_.document)
         document(src);
       else
@@ -307,7 +307,7 @@ void check_flags(const ClassifyCli& o) {
 int run_classify(const ClassifyCli& o) {
   check_flags(o);
   apply_threads(o.threads);
-  Classifier model = load_classifier(o.model);
+  Classifier model = load_classifier(o.model, o.quiet);
   if (!model.binary() && !model.config.multi_label && o.threshold_given &&
       (o.count || o.quiet || (o.filter && o.format == "tsv")))
     throw Error("--threshold on a multi-class model chooses the labels a record lists (fastText's predict-prob); "

@@ -17,14 +17,24 @@ inline constexpr int kExitOk = 0, kExitNoMatch = 1, kExitError = 2;
 // train's --pretrain-batch and bench --mlm's.
 inline constexpr std::int64_t kPretrainBatch = 64;
 
-// -m, else $ZIBERT_MODEL, else the installed default, else the source tree's.
-std::string resolve_model_path(const std::string& flag);
-Classifier load_classifier(const std::string& flag);
+// A model named on the command line: the file itself or, when there is no
+// such file and the name has no '/', the shipped model of that name
+// (zh-encoder or zh-encoder.safetensors) beside the installed binary, in the
+// install prefix, or in the source tree's models/.
+std::string find_model(const std::string& name);
+// -m, else $ZIBERT_MODEL, else the shipped 佛跳墙 detector, which a line on
+// stderr names (unless quiet): a default model is never chosen silently.
+std::string resolve_model_path(const std::string& flag, bool quiet = false);
+// The model resolve_model_path names, which must be a classifier (an encoder
+// is an error naming the file).
+Classifier load_classifier(const std::string& flag, bool quiet = false);
 // Applies --threads (0 = all cores) to OpenMP and Eigen; returns the count used.
 int apply_threads(int threads);
 
 // Options several commands share, declared once.
 void add_model_option(CLI::App& app, std::string& model);
+// -m for the commands that write a model (calibrate, variants, quantize): no default.
+void add_required_model_option(CLI::App& app, std::string& model);
 void add_threads_option(CLI::App& app, int& threads);
 void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs);  // files, - or none for stdin
 void add_invalid_option(CLI::App& app, std::string& invalid);             // --invalid error|replace

@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "cli.hpp"
@@ -25,21 +26,51 @@ std::string beside_executable() {
   std::string exe(buf, static_cast<std::size_t>(n));
   auto slash = exe.find_last_of('/');
   if (slash == std::string::npos) return "";
-  return exe.substr(0, slash) + "/../share/zibert/models/fotiaoqiang.safetensors";
+  return exe.substr(0, slash) + "/../share/zibert/models";
 }
+
+// The folders that hold the shipped models, searched in this order.
+std::vector<std::string> model_dirs() {
+  std::vector<std::string> dirs;
+  if (std::string beside = beside_executable(); !beside.empty()) dirs.push_back(beside);
+  dirs.push_back(ZIBERT_INSTALL_MODELS);
+  dirs.push_back(ZIBERT_SOURCE_MODELS);
+  return dirs;
+}
+
+constexpr const char* kDefaultModel = "fotiaoqiang";
 
 }  // namespace
 
-std::string resolve_model_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("ZIBERT_MODEL"); env && *env) return env;
-  for (const std::string& candidate : {beside_executable(), std::string(ZIBERT_INSTALL_MODELS "/fotiaoqiang.safetensors"),
-                                       std::string(ZIBERT_SOURCE_MODELS "/fotiaoqiang.safetensors")})
-    if (!candidate.empty() && is_file(candidate)) return candidate;
-  throw Error("no model given and no default model found (use -m MODEL or set ZIBERT_MODEL)");
+std::string find_model(const std::string& name) {
+  if (name.empty() || is_file(name) || name.find('/') != std::string::npos) return name;
+  const bool has_suffix = name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0;
+  for (const std::string& dir : model_dirs()) {
+    const std::string candidate = dir + "/" + name + (has_suffix ? "" : ".safetensors");
+    if (is_file(candidate)) return candidate;
+  }
+  return name;  // the loader names the missing file
 }
 
-Classifier load_classifier(const std::string& flag) { return load_model(resolve_model_path(flag)); }
+std::string resolve_model_path(const std::string& flag, bool quiet) {
+  if (!flag.empty()) return find_model(flag);
+  if (const char* env = std::getenv("ZIBERT_MODEL"); env && *env) return find_model(env);
+  const std::string found = find_model(kDefaultModel);
+  if (found == kDefaultModel)
+    throw Error("no model given and no default model found (use -m MODEL or set ZIBERT_MODEL)");
+  if (!quiet)
+    std::fprintf(stderr, "zibert: no -m given: using the default model %s (the 佛跳墙 detector)\n", found.c_str());
+  return found;
+}
+
+Classifier load_classifier(const std::string& flag, bool quiet) {
+  const std::string path = resolve_model_path(flag, quiet);
+  Classifier model = load_model(path);
+  if (model.config.task != Task::classify)
+    throw Error(path + ": this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it "
+                       "with zibert train --init, or use it with embed or fill-mask");
+  return model;
+}
 
 int apply_threads(int threads) {
   if (threads <= 0) threads = omp_get_num_procs();
@@ -49,7 +80,14 @@ int apply_threads(int threads) {
 }
 
 void add_model_option(CLI::App& app, std::string& model) {
-  app.add_option("-m,--model", model, "Model file (default: $ZIBERT_MODEL, then the installed model)");
+  app.add_option("-m,--model", model,
+                 "Model file, or a shipped model's name (zh-encoder); default: $ZIBERT_MODEL, then the shipped "
+                 "佛跳墙 detector, said on stderr");
+}
+
+void add_required_model_option(CLI::App& app, std::string& model) {
+  app.add_option("-m,--model", model, "Model file to read, or a shipped model's name (required: this command writes a model)")
+      ->required();
 }
 
 void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs) {

@@ -51,13 +51,13 @@ std::string records(const EmbedCli& o, const std::vector<float>& vecs, Index dim
 
 int run_embed(const EmbedCli& o) {
   apply_threads(o.threads);
-  const Classifier model = load_classifier(o.model);
+  const Classifier model = load_model(resolve_model_path(o.model));
   Tokenizer tokenizer = model.tokenizer;
   tokenizer.set_replace_invalid(o.invalid == "replace");
   Embedder embedder(model, o.pool == "cls" ? Pool::cls : Pool::mean);
   const std::vector<std::string> inputs = o.inputs.empty() ? std::vector<std::string>{"-"} : o.inputs;
   for (const std::string& path : inputs) {
-    LineSource src = path == "-" ? LineSource::stdin_source() : LineSource::open(path);
+    LineSource src = open_input(path);
     std::int64_t line_no = o.line_offset;
     InputProgress progress(InputProgress::wanted(o.progress, src));
     for (bool eof = false; !eof;) {

@@ -4,6 +4,7 @@
 
 #include "chunks.hpp"
 #include "cli.hpp"
+#include "zibert/base/utf8.hpp"
 #include "zibert/infer/fill_mask.hpp"
 
 namespace zibert::cli {
@@ -14,6 +15,7 @@ struct FillMaskCli {
   std::string model;
   int top_k = 5;
   bool json = false;
+  int threads = 0;
 };
 
 // The text with the guess in the [MASK]'s place (the others left as they are).
@@ -57,29 +59,32 @@ std::string report(const FillMaskCli& o, const Classifier& enc, const std::strin
   return out;
 }
 
+// report() of one text, its errors naming where the text came from.
+std::string report_at(const FillMaskCli& o, const Classifier& enc, const std::string& text, const std::string& name,
+                      std::int64_t line) {
+  try {
+    return report(o, enc, text);
+  } catch (const Utf8Error& e) {
+    throw error_at(name, line, e.byte + 1, "invalid UTF-8");
+  } catch (const Error& e) {
+    throw error_at(name, line, e.what());
+  }
+}
+
 int run_fill_mask(const FillMaskCli& o) {
-  const Classifier enc = load_classifier(o.model);
+  apply_threads(o.threads);
+  const std::string path = resolve_model_path(o.model);
+  const Classifier enc = load_model(path);
   if (enc.config.task != Task::mlm)
-    throw Error(resolve_model_path(o.model) + ": fill-mask needs an encoder (zibert pretrain's); this is a classifier");
-  if (!o.texts.empty()) {
-    for (std::size_t i = 0; i < o.texts.size(); ++i) {
-      try {
-        write_out(report(o, enc, o.texts[i]));
-      } catch (const Error& e) {
-        throw Error("text " + std::to_string(i + 1) + ": " + e.what());
-      }
-    }
+    throw Error(path + ": fill-mask needs an encoder (zibert pretrain's); this is a classifier");
+  if (!o.texts.empty()) {  // the texts on the command line number as lines do
+    for (std::size_t i = 0; i < o.texts.size(); ++i)
+      write_out(report_at(o, enc, o.texts[i], "(argument)", static_cast<std::int64_t>(i) + 1));
     return kExitOk;
   }
-  LineSource src = LineSource::stdin_source();
+  LineSource src = open_input("-");
   std::string line;
-  for (std::int64_t n = 1; src.next(line); ++n) {
-    try {
-      write_out(report(o, enc, line));
-    } catch (const Error& e) {
-      throw error_at(display_name(src), n, e.what());
-    }
-  }
+  for (std::int64_t n = 1; src.next(line); ++n) write_out(report_at(o, enc, line, display_name(src), n));
   return kExitOk;
 }
 
@@ -89,11 +94,12 @@ Runner setup_fill_mask(CLI::App& app) {
   auto o = std::make_shared<FillMaskCli>();
   app.footer("An encoder's top guesses for each [MASK] in a text, with their probabilities; texts as\n"
              "arguments, else one per line of stdin. TSV: mask number, rank, token, probability, the\n"
-             "text filled in.\n\nExample:\n  zibert fill-mask -m models/zh-encoder.safetensors \"年夜饭的压轴菜是佛跳[MASK]。\"");
+             "text filled in.\n\nExample:\n  zibert fill-mask -m zh-encoder \"请输入密[MASK]。\"");
   app.add_option("texts", o->texts, "Texts with [MASK] (none: read lines from stdin)");
   add_model_option(app, o->model);
   app.add_option("-k,--top-k", o->top_k, "Guesses per [MASK]")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_flag("--json", o->json, "One JSON line per text: {text, masks: [[{token, score, sequence}, …], …]}");
+  add_threads_option(app, o->threads);
   return [o] { return run_fill_mask(*o); };
 }
 

@@ -11,9 +11,11 @@ namespace {
 struct InfoCli {
   std::string model;
   bool json = false;
+  int threads = 0;
 };
 
 int run_info(const InfoCli& o) {
+  apply_threads(o.threads);
   std::string path = resolve_model_path(o.model);
   Classifier m = load_model(path);
   const ModelConfig& c = m.config;
@@ -106,6 +108,9 @@ int run_info(const InfoCli& o) {
     if (t.contains("train_unknown_characters"))
       std::printf("[UNK]       %lld of the %lld training characters are not in the vocabulary\n",
                   t.value("train_unknown_characters", 0LL), t.value("train_characters", 0LL));
+    if (t.contains("vocab_added"))
+      std::printf("vocab_added %lld characters of the data got rows of their own (train --extend-vocab)\n",
+                  t.value("vocab_added", 0LL));
   }
   // An encoder's own record, or the one a classifier was fine-tuned from.
   const nlohmann::json& p = c.task == Task::mlm ? t : t.value("pretraining", nlohmann::json::object());
@@ -131,6 +136,7 @@ Runner setup_info(CLI::App& app) {
                   "Example:\n  zibert info -m my.safetensors");
   add_model_option(app, o->model);
   app.add_flag("--json", o->json, "JSON output");
+  add_threads_option(app, o->threads);
   return [o] { return run_info(*o); };
 }
 

@@ -1,8 +1,11 @@
 // zibert: a character-level BERT text classifier for the shell.
 #include <malloc.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <exception>
 #include <map>
 
@@ -23,6 +26,22 @@ int fail(const char* message) {
   }
   std::fprintf(stderr, "zibert: error on rank %d of %d: %s\n", world.rank(), world.size(), message);
   world.abort(zibert::cli::kExitError);
+}
+
+// What went through stdio or iostreams reaches standard output, or the run
+// fails: a full disk or a closed pipe must not end in exit status 0 with the
+// results lost (zibert eval --json > /dev/full).
+int flush_stdout(int status) {
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (flushed && std::cout.good() && !std::ferror(stdout)) return status;
+  if (err)
+    std::fprintf(stderr, "zibert: error: write error on standard output: %s\n", std::strerror(err));
+  else
+    std::fputs("zibert: error: write error on standard output\n", stderr);
+  return zibert::cli::kExitError;
 }
 
 int run_command(int argc, char** argv) {
@@ -58,7 +77,7 @@ int run_command(int argc, char** argv) {
       {"embed", "Print one vector per line of files or stdin", "zibert embed notes.txt",
        setup_embed},
       {"fill-mask", "An encoder's guesses for each [MASK] in a text",
-       "zibert fill-mask -m models/zh-encoder.safetensors '年夜饭的压轴菜是佛跳[MASK]。'", setup_fill_mask},
+       "zibert fill-mask -m zh-encoder '请输入密[MASK]。'", setup_fill_mask},
       {"eval", "Score a model on labelled data", "zibert eval -m my.safetensors --data test.tsv", setup_eval},
       {"info", "Describe a model file", "zibert info -m my.safetensors", setup_info},
       {"quantize", "Convert a model to int8 for faster inference",
@@ -132,7 +151,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "zibert: error: %s\n", e.what());
     return zibert::cli::kExitError;
   }
-  const int status = run_command(argc, argv);
+  const int status = flush_stdout(run_command(argc, argv));
   zibert::World::finalize();
   return status;
 }

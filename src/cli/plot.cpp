@@ -19,14 +19,14 @@ struct PlotCli {
 
 int run_reliability(const PlotCli& o) {
   apply_threads(o.threads);
-  const Classifier model = load_classifier(o.model);
+  const std::string path = resolve_model_path(o.model);
+  const Classifier model = load_classifier(path);
   const Dataset data = read_dataset(o.data);
   const ScoredData raw = score_dataset(model, data);
   const CalibrationReport report = calibration_report(model, raw.probs, raw.gold);
-  const std::string name = o.model.empty() ? "the default model" : o.model;
   write_file_atomic(o.svg, reliability_svg(report.raw, report.calibrated,
                                            model.calibration ? model.calibration->temperature : 1,
-                                           "reliability: " + name + " on " + o.data));
+                                           "reliability: " + path + " on " + o.data));
   return kExitOk;
 }
 

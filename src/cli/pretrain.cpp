@@ -50,7 +50,7 @@ Vocab vocab_from(const std::string& path) {
     try {
       cps = utf8_decode(line);
     } catch (const Utf8Error& e) {
-      throw error_at(path, n, "invalid UTF-8 at byte " + std::to_string(e.byte));
+      throw error_at(path, n, e.byte + 1, "invalid UTF-8");
     }
     if (cps.size() != 1) throw error_at(path, n, "expected one character per line, found " + std::to_string(cps.size()));
     if (seen.insert(cps[0]).second) chars.push_back(cps[0]);
@@ -165,7 +165,9 @@ Runner setup_pretrain(CLI::App& app) {
   CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);
   CLI::Option* init = app.add_option("--init", o->init, "Continue from this encoder (or a classifier's encoder, with "
-                                     "a fresh head): its vocabulary and shape, so shape flags are refused")
+                                     "a fresh head): its vocabulary and shape, so shape flags are refused; a file or a shipped "
+                                     "model's name")
+                          ->transform([](std::string name) { return find_model(name); })
                           ->check(CLI::ExistingFile);
   add_shape_options(app, o->train.shape, init);
   add_optimizer_options(app, o->train);

@@ -15,9 +15,11 @@ namespace {
 struct QuantizeCli {
   std::string model, out, to = "int8";
   bool quiet = false;
+  int threads = 0;
 };
 
 int run_quantize(const QuantizeCli& o) {
+  apply_threads(o.threads);
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);
   check_not_an_input({"--out", o.out}, {{"-m", path}});
@@ -57,12 +59,13 @@ Runner setup_quantize(CLI::App& app) {
       "  zibert quantize -m model.safetensors --out model.int8.safetensors\n"
       "  zibert classify -m model.int8.safetensors notes.txt\n"
       "  zibert quantize --to float16 -m enc.safetensors --out enc.f16.safetensors");
-  add_model_option(app, o->model);
+  add_required_model_option(app, o->model);
   app.add_option("--out", o->out, "Where to write the quantized model")->required();
   app.add_option("--to", o->to, "int8 (matrices int8, for faster inference) or float16 (every weight stored in half precision)")
       ->check(CLI::IsMember({"int8", "float16"}))
       ->capture_default_str();
   app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");
+  add_threads_option(app, o->threads);
   return [o] { return run_quantize(*o); };
 }
 

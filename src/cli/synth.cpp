@@ -19,6 +19,7 @@ struct SynthCli {
   std::vector<std::string> corpora;
   std::string out;
   bool progress = false;
+  int threads = 0;
 };
 
 std::string stem(const std::string& path) {
@@ -33,16 +34,18 @@ std::vector<BaseSentence> read_corpora(const std::vector<std::string>& paths, bo
     InputProgress progress(InputProgress::wanted(force_progress, src));
     std::string tag = paths.size() > 1 ? stem(path) : "", line;
     std::int64_t n = 0;
+    const std::size_t before = base.size();
     while (src.next(line)) {
       ++n;
       if (n % 4096 == 0) progress.update(src, n);
       std::int64_t bad = invalid_utf8_offset(line);
-      if (bad >= 0) throw error_at(path, n, "invalid UTF-8 at byte " + std::to_string(bad));
+      if (bad >= 0) throw error_at(path, n, bad + 1, "invalid UTF-8");
       for (char& c : line)
         if (c == '\t') c = ' ';  // a tab would break the TSV row
       if (!line.empty()) base.push_back({line, tag});
     }
     progress.finish(src, n);
+    if (base.size() == before) throw Error(path + ": no sentences (the file is empty or every line is blank)");
   }
   return base;
 }
@@ -54,11 +57,14 @@ std::string to_tsv(const std::vector<SynthExample>& rows) {
 }
 
 int run_synth(const SynthCli& o) {
+  apply_threads(o.threads);
   std::vector<NamedPath> inputs;
   for (const std::string& path : o.corpora) inputs.push_back({"--corpus", path});
   for (const char* split : {"/train.tsv", "/dev.tsv", "/test.tsv"}) check_not_an_input({"--out", o.out + split}, inputs);
   std::vector<BaseSentence> base = read_corpora(o.corpora, o.progress);
   SynthCorpus corpus = synthesize(base, o.synth);
+  if (corpus.train.empty() && corpus.dev.empty() && corpus.test.empty())
+    throw Error("synth made no examples from " + std::to_string(base.size()) + " base sentences; give it more text");
   struct stat st {};
   if (::stat(o.out.c_str(), &st) != 0 && ::mkdir(o.out.c_str(), 0755) != 0)
     throw Error(o.out + ": cannot create the output directory");
@@ -90,7 +96,9 @@ Runner setup_synth(CLI::App& app) {
       "between train/dev/test before anything is inserted; with several corpora the\n"
       "category is suffixed with the corpus file's name.\n\n"
       "Example:\n  zibert synth --phrase 佛跳墙 --variant 佛跳牆 --near-miss 狗急跳墙,仿佛 \\\n"
-      "      --corpus simplified.txt --corpus traditional.txt --out data/gen/");
+      "      --corpus simplified.txt --corpus traditional.txt --out data/gen/\n\n"
+      "zibert-detect-train (scripts/detect-train in the source tree) does the whole recipe for a phrase:\n"
+      "a cached Chinese base corpus, opencc's variants, synth, train, calibration and a report.");
   app.add_option("--phrase", o->synth.phrase, "The target phrase")->required();
   app.add_option("--variant", o->synth.variants, "Another spelling that counts as the phrase (repeatable)")
       ->delimiter(',');
@@ -114,6 +122,7 @@ Runner setup_synth(CLI::App& app) {
       ->check(finite_range(0.0, 0.5))->capture_default_str();
   app.add_option("--copies", o->synth.copies, "Examples generated per base sentence")
       ->check(CLI::Range(1, 100))->capture_default_str();
+  add_threads_option(app, o->threads);
   return [o] { return run_synth(*o); };
 }
 

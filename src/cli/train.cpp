@@ -219,7 +219,9 @@ Runner setup_train(CLI::App& app) {
   CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);
   CLI::Option* init = app.add_option("--init", o->init, "Start from this model's weights, vocabulary and labels "
-                                     "(its shape too: shape flags are refused)")->check(CLI::ExistingFile);
+                                     "(its shape too: shape flags are refused); a file or a shipped model's name (zh-encoder)")
+                          ->transform([](std::string name) { return find_model(name); })
+                          ->check(CLI::ExistingFile);
   add_shape_options(app, o->train.shape, init);
   add_optimizer_options(app, o->train);
   CLI::Option* pre = app.add_option("--pretrain-epochs", o->pretrain_epochs, "First pretrain an encoder (masked LM, "

@@ -13,14 +13,16 @@ namespace {
 struct VariantsCli {
   std::string model, table, out;
   bool clear = false, quiet = false;
+  int threads = 0;
 };
 
 int run_variants(const VariantsCli& o) {
+  apply_threads(o.threads);
   if (o.table.empty() == !o.clear) throw Error("give --table FILE (attach its variants) or --clear (remove them)");
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);  // the model itself may be --out
   check_not_an_input({"--out", o.out}, {{"--table", o.table}});
-  Classifier model = load_classifier(path);
+  Classifier model = load_model(path);
   std::map<char32_t, char32_t> variants;
   std::size_t entries = 0, with_rows = 0;
   if (!o.clear) {
@@ -64,11 +66,12 @@ Runner setup_variants(CLI::App& app) {
       "  data/build-variants\n"
       "  zibert variants -m my.safetensors --table data/gen/variants.tsv --out my.safetensors\n"
       "  zibert info -m my.safetensors");
-  add_model_option(app, o->model);
+  add_required_model_option(app, o->model);
   app.add_option("--table", o->table, "Variant table (data/build-variants writes one)")->check(CLI::ExistingFile);
   app.add_flag("--clear", o->clear, "Remove the model's variants instead");
   app.add_option("--out", o->out, "Where to write the model (may be the model itself)")->required();
   app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");
+  add_threads_option(app, o->threads);
   return [o] { return run_variants(*o); };
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "zibert/base/error.hpp"
+#include "zibert/base/utf8.hpp"
 
 namespace zibert {
 
@@ -12,7 +13,12 @@ std::vector<std::int32_t> encode_with_masks(const Tokenizer& tokenizer, const st
   bool any = false;
   for (std::size_t from = 0;;) {
     const std::size_t at = text.find(kMaskText, from);
-    const std::vector<std::int32_t> piece = tokenizer.encode(text.substr(from, at == std::string::npos ? at : at - from));
+    std::vector<std::int32_t> piece;
+    try {
+      piece = tokenizer.encode(text.substr(from, at == std::string::npos ? at : at - from));
+    } catch (const Utf8Error& e) {  // the offset in the whole text, not in the piece
+      throw Utf8Error(static_cast<std::int64_t>(from) + e.byte, "invalid UTF-8");
+    }
     ids.insert(ids.end(), piece.begin(), piece.end());
     if (at == std::string::npos) break;
     ids.push_back(kMask);

@@ -15,7 +15,7 @@ Corpus read_corpus(LineSource& src) {
     ++n;
     if (line.find_first_not_of(" \t\r\f\v") == std::string::npos) continue;
     const std::int64_t bad = invalid_utf8_offset(line);
-    if (bad >= 0) throw error_at(c.name, n, "invalid UTF-8 at byte " + std::to_string(bad));
+    if (bad >= 0) throw error_at(c.name, n, bad + 1, "invalid UTF-8");
     c.lines.push_back(std::move(line));
     c.line_numbers.push_back(n);
   }

@@ -187,7 +187,7 @@ Dataset parse_dataset(LineSource& src, bool multi_label) {
     ++n;
     if (is_blank(line)) continue;
     std::int64_t bad = invalid_utf8_offset(line);
-    if (bad >= 0) throw error_at(name, n, "invalid UTF-8 at byte " + std::to_string(bad));
+    if (bad >= 0) throw error_at(name, n, bad + 1, "invalid UTF-8");
     if (!detected) {
       detected = true;
       if (line.front() == '{')
@@ -202,11 +202,16 @@ Dataset parse_dataset(LineSource& src, bool multi_label) {
     Example ex = data.format == DataFormat::Jsonl      ? parse_jsonl(line, multi_label, name, n)
                  : data.format == DataFormat::FastText ? parse_fasttext(line, multi_label, name, n)
                                                        : parse_tsv(line, cols, name, n);
-    if (data.format == DataFormat::Tsv && multi_label) {
-      if (ex.label.empty()) throw error_at(name, n, "row has no label");
-      split_label_list(ex, name, n);
-    }
-    if (!multi_label && ex.label.empty()) throw error_at(name, n, "row has no label");
+    if (data.format == DataFormat::Tsv && ex.label == "[]")
+      throw error_at(name, n, multi_label ? "a label written [] in TSV: leave the label field empty for a row of no labels"
+                                          : "a label written [] in TSV: a row of no labels needs train --multi-label "
+                                            "and an empty label field");
+    if (data.format == DataFormat::Tsv && multi_label && !ex.label.empty())
+      split_label_list(ex, name, n);  // an empty label field: a row of no labels
+    if (!multi_label && ex.label.empty())
+      throw error_at(name, n, data.format == DataFormat::Tsv
+                                  ? "row has no label (an empty label field means no labels only under --multi-label)"
+                                  : "row has no label");
     if (is_blank(ex.text)) throw error_at(name, n, "row has no text");
     if (!ex.category.empty()) data.has_category = true;
     data.rows.push_back(std::move(ex));

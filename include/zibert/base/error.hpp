@@ -15,5 +15,8 @@ class Error : public std::runtime_error {
 
 // "file:line: what" — the form every data error takes.
 Error error_at(const std::string& file, std::int64_t line, const std::string& what);
+// "file:line:column: what", the column 1-based and counted in bytes of the
+// whole line: the form every position inside a line takes (invalid UTF-8).
+Error error_at(const std::string& file, std::int64_t line, std::int64_t column, const std::string& what);
 
 }  // namespace zibert
