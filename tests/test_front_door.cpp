@@ -187,3 +187,44 @@ TEST_CASE("the smaller edges: stdin on a terminal, unwritable --out, encoders, -
     CHECK(run_zibert("explain -m " + kDetector + " --svg - --json 佛跳墙").status == 2);
   }
 }
+
+TEST_CASE("docs/cli.md is what the program's help says now", "[cli][front][docs]") {
+  const std::string out = temp_dir() + "/cli.md";
+  RunResult r = run_shell("python3 " ZIBERT_SOURCE_DIR "/cmake/help_docs.py " ZIBERT_BIN " --markdown " + out);
+  REQUIRE(r.status == 0);
+  INFO("regenerate it: cmake --build build --target cli-doc");
+  CHECK(read_text(out) == read_text(ZIBERT_SOURCE_DIR "/docs/cli.md"));
+}
+
+TEST_CASE("an installed zibert runs from its prefix: default model, shipped models by name, man pages, completion",
+          "[cli][front][install]") {
+  const std::string prefix = temp_dir() + "/prefix";
+  RunResult r = run_shell("cmake --install " ZIBERT_BUILD_DIR " --prefix " + prefix);
+  INFO(r.out + r.err);
+  REQUIRE(r.status == 0);
+  const std::string z = prefix + "/bin/zibert";
+  const std::string elsewhere = temp_dir();  // neither the source tree nor the build
+  write_text(elsewhere + "/notes.txt", "他们点了一坛佛跳墙\n今天天气很好\n");
+  r = run_shell("cd " + elsewhere + " && env -u ZIBERT_MODEL " + z + " classify notes.txt");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("1\t") && Catch::Contains("\n0\t"));
+  CHECK(r.err == "zibert: no -m given: using the default model " + prefix +
+                     "/bin/../share/zibert/models/fotiaoqiang.safetensors (the 佛跳墙 detector)\n");
+  r = run_shell("cd " + elsewhere + " && " + z + " fill-mask -k 1 -m zh-encoder '请输入密[MASK]。'");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("1\t1\t码\t"));
+  for (const char* page : {"zibert", "zibert-classify", "zibert-train", "zibert-fill-mask"}) {
+    INFO(page);
+    r = run_shell(std::string("MANWIDTH=100 man -l ") + prefix + "/share/man/man1/" + page + ".1");
+    CHECK(r.status == 0);
+    CHECK_THAT(r.out, Catch::Contains("zibert manual"));
+  }
+  CHECK_THAT(run_shell("MANWIDTH=100 man -l " + prefix + "/share/man/man1/zibert-classify.1").out,
+             Catch::Contains("--filter"));
+  // The completion offers the commands, then a command's options.
+  const std::string complete = "source " + prefix + "/share/bash-completion/completions/zibert; ";
+  r = run_shell("bash -c '" + complete + "COMP_WORDS=(zibert fi); COMP_CWORD=1; _zibert; echo ${COMPREPLY[*]}'");
+  CHECK(r.out == "fill-mask\n");
+  r = run_shell("bash -c '" + complete + "COMP_WORDS=(zibert classify --fil); COMP_CWORD=2; _zibert; echo ${COMPREPLY[*]}'");
+  CHECK(r.out == "--filter\n");
+}

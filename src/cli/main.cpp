@@ -58,7 +58,8 @@ int run_command(int argc, char** argv) {
   CLI::App app{"zibert: a character-level BERT text classifier.\n\n"
                "  zibert classify notes.txt\n"
                "  zibert train --data train.tsv --dev dev.tsv --out my.safetensors\n"
-               "  zibert eval -m my.safetensors --data test.tsv"};
+               "  zibert eval -m my.safetensors --data test.tsv\n"};
+  app.name("zibert");  // not argv[0]: the help reads the same however the program was started
   app.set_version_flag("--version", std::string("zibert ") + ZIBERT_VERSION);
   app.require_subcommand(1);
   std::map<CLI::App*, Runner> runners;
