@@ -228,3 +228,39 @@ TEST_CASE("an installed zibert runs from its prefix: default model, shipped mode
   r = run_shell("bash -c '" + complete + "COMP_WORDS=(zibert classify --fil); COMP_CWORD=2; _zibert; echo ${COMPREPLY[*]}'");
   CHECK(r.out == "--filter\n");
 }
+
+TEST_CASE("the detector recipe runs from an installed zibert, on the user's own sentences, writing only its outputs",
+          "[cli][front][install][detect]") {
+  const std::string prefix = temp_dir() + "/prefix";
+  REQUIRE(run_shell("cmake --install " ZIBERT_BUILD_DIR " --prefix " + prefix + " > /dev/null").status == 0);
+  const std::string dir = temp_dir();
+  // 120 plain sentences of the user's own, none with the phrase.
+  std::string corpus;
+  const char* who[] = {"我们", "他", "她们", "老师", "邻居", "同学"};
+  const char* what[] = {"今天去公园散步", "在厨房里做饭", "明天早上开会", "周末去看电影", "在图书馆看书",
+                        "下午喝了一杯茶", "买了一些水果", "坐地铁去上班", "在家里打扫房间", "晚上给朋友打电话"};
+  const char* end[] = {"。", "，心情很好。"};
+  for (const char* w : who)
+    for (const char* x : what)
+      for (const char* e : end) corpus += std::string(w) + x + e + "\n";
+  write_text(dir + "/mine.txt", corpus);
+  RunResult help = run_shell(prefix + "/bin/zibert-detect-train --help");
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Catch::Contains("--corpus FILE") && Catch::Contains("--prepare"));
+  // PATH without the build tree: the installed script finds the installed zibert beside it.
+  RunResult r = run_shell("cd " + dir + " && env -u ZIBERT_MODEL XDG_CACHE_HOME=" + dir + "/cache PATH=/usr/bin:/bin " +
+                          prefix + "/bin/zibert-detect-train --phrase 小笼包 --corpus mine.txt --out xlb.safetensors "
+                          "--epochs 1 --threads 2");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.out, Catch::Contains("summary\tphrase=小笼包"));
+  r = run_shell("cd " + dir + " && " + prefix + "/bin/zibert classify -m xlb.safetensors --no-text mine.txt | wc -l");
+  CHECK(r.out == "120\n");
+  // What it wrote: the model, and a cache only if it built opencc's variant table.
+  r = run_shell("cd " + dir + " && find . -type f | grep -v '^./cache/' | sort");
+  CHECK(r.out == "./mine.txt\n./xlb.safetensors\n");
+  write_text(dir + "/empty.txt", "\n\n");
+  r = run_shell(prefix + "/bin/zibert-detect-train --phrase 小笼包 --corpus " + dir + "/empty.txt --out " + dir + "/e.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("empty.txt: no sentences"));
+}
