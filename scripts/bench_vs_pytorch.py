@@ -55,6 +55,11 @@ def run_zibert(args, data, shape):
 def run_torch(args, data, shape):
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), OPENBLAS_NUM_THREADS=str(args.threads),
                GLOG_minloglevel="2")  # qnnpack warns once per Linear call
+    # PyTorch at its best: this machine's OpenBLAS overrides (OPENBLAS_CORETYPE,
+    # OPENBLAS_L2_SIZE, set for older OpenBLAS builds) slow a current one, so
+    # they are lifted for PyTorch's command alone.
+    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        env.pop(name, None)
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "torch_bench.py"), "--data", data, "--threads",
            str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(shape) + \
         (["--mlm"] if args.mlm else []) + (["--int8"] if args.int8 else [])
