@@ -33,26 +33,26 @@ ModelConfig model_shape(std::int64_t vocab, std::int64_t max_len, std::int64_t d
   return c;
 }
 
-Classifier tiny_classifier(std::uint64_t seed) { return random_classifier("佛跳墙是一道福建名菜他们点了一坛 abc", 16, 8, 2, 16, seed); }
+Model tiny_classifier(std::uint64_t seed) { return random_classifier("佛跳墙是一道福建名菜他们点了一坛 abc", 16, 8, 2, 16, seed); }
 
-Classifier random_classifier(const std::string& text, std::int64_t max_len, std::int64_t dim, std::int64_t heads,
+Model random_classifier(const std::string& text, std::int64_t max_len, std::int64_t dim, std::int64_t heads,
                              std::int64_t ffn, std::uint64_t seed) {
   VocabBuilder builder;
   builder.add(normalize(text, Normalization{}));
   Vocab vocab = builder.build(1);
   const ModelConfig cfg = model_shape(vocab.size(), max_len, dim, heads, ffn, 2, 2, 0.0);
-  Classifier model{cfg, Tokenizer(vocab, Normalization{}), {"0", "1"}, "1", {{"note", "test"}}, Bert<float>(cfg),
-                   std::nullopt, std::nullopt, std::nullopt};
+  Model model{cfg, Tokenizer(vocab, Normalization{}), ClassifierPart{{"0", "1"}, "1", std::nullopt, std::nullopt},
+              {{"note", "test"}}, Bert<float>(cfg), std::nullopt};
   model.net.init_weights(seed);
   return model;
 }
 
-Classifier tiny_encoder(std::uint64_t seed) {
-  Classifier model = tiny_classifier(seed);
+Model tiny_encoder(std::uint64_t seed) {
+  Model model = tiny_classifier(seed);
   ModelConfig cfg = model.config;
   cfg.task = Task::mlm;
   cfg.labels = 0;
-  Classifier enc{cfg, model.tokenizer, {}, "", {{"note", "test"}}, Bert<float>(cfg), std::nullopt, std::nullopt, std::nullopt};
+  Model enc{cfg, model.tokenizer, ClassifierPart{}, {{"note", "test"}}, Bert<float>(cfg), std::nullopt};
   enc.net.init_weights(seed);
   return enc;
 }

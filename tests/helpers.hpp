@@ -15,12 +15,12 @@ ModelConfig model_shape(std::int64_t vocab, std::int64_t max_len, std::int64_t d
                         std::int64_t ffn, std::int64_t layers, std::int64_t labels, double dropout);
 
 // A 2-label model with random weights, its vocabulary the characters of text.
-Classifier random_classifier(const std::string& text, std::int64_t max_len, std::int64_t dim, std::int64_t heads,
+Model random_classifier(const std::string& text, std::int64_t max_len, std::int64_t dim, std::int64_t heads,
                              std::int64_t ffn, std::uint64_t seed);
 // A 2-label model with a small CJK vocabulary and random weights.
-Classifier tiny_classifier(std::uint64_t seed = 1);
+Model tiny_classifier(std::uint64_t seed = 1);
 // The same shape as an encoder (task mlm: cls.predictions.*, no labels).
-Classifier tiny_encoder(std::uint64_t seed = 1);
+Model tiny_encoder(std::uint64_t seed = 1);
 
 // A fresh empty directory under $TMPDIR, removed by the OS eventually.
 std::string temp_dir();

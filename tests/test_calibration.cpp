@@ -87,19 +87,19 @@ TEST_CASE("fit_temperature softens an overconfident model and sharpens a timid o
 
 TEST_CASE("a model file keeps its calibration and refuses a bad one", "[calibration][model_file]") {
   const std::string dir = temp_dir();
-  Classifier model = load_model(ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors");
+  Model model = load_model(ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors");
   Calibration c;
   c.temperature = 2.5;
   c.before.nll = 0.3;
   c.after.nll = 0.1;
   c.examples = 10;
-  model.calibration = c;
+  model.classifier.calibration = c;
   save_model(dir + "/c.safetensors", model);
-  Classifier back = load_model(dir + "/c.safetensors");
-  REQUIRE(back.calibration);
-  CHECK(back.calibration->temperature == 2.5);
-  CHECK(back.calibration->after.nll == 0.1);
-  CHECK(back.calibration->examples == 10);
+  Model back = load_model(dir + "/c.safetensors");
+  REQUIRE(back.classifier.calibration);
+  CHECK(back.classifier.calibration->temperature == 2.5);
+  CHECK(back.classifier.calibration->after.nll == 0.1);
+  CHECK(back.classifier.calibration->examples == 10);
 
   // The metadata rewritten by hand: each bad form exits 2 naming the file.
   for (const char* bad : {R"({"temperature": 0})", R"({"temperature": -1})", R"({"temperature": "2"})",
@@ -222,7 +222,7 @@ TEST_CASE("train --label-smoothing bounds the training targets and is recorded, 
   RunResult r = run_zibert("train --label-smoothing 0.1" + common + "/smooth.safetensors");
   INFO(r.err);
   REQUIRE(r.status == 0);
-  const Classifier smooth = load_model(dir + "/smooth.safetensors");
+  const Model smooth = load_model(dir + "/smooth.safetensors");
   CHECK(smooth.training["label_smoothing"].get<double>() == 0.1);
   CHECK(smooth.net.params() != load_model(dir + "/plain.safetensors").net.params());
   CHECK(run_zibert("train --label-smoothing 0.6" + common + "/x.safetensors").status == 2);
@@ -267,7 +267,7 @@ TEST_CASE("train --outliers: texts of no label train towards the uniform distrib
   REQUIRE(run_zibert("train" + common + "/plain.safetensors").status == 0);
   const std::string plain = run_zibert("classify --format jsonl -m " + dir + "/plain.safetensors " + dir + "/in.txt").out;
   CHECK(std::abs(nlohmann::json::parse(lines_of(plain)[2])["probs"]["a"].get<double>() - 0.5) > 0.3);
-  const Classifier oe = load_model(dir + "/oe.safetensors");
+  const Model oe = load_model(dir + "/oe.safetensors");
   CHECK(oe.training["outliers"] == 100);
   CHECK(oe.training["train_examples"] == 180);  // the labelled rows less the 10 % held out
   CHECK_THAT(run_zibert("info -m " + dir + "/oe.safetensors").out,

@@ -14,7 +14,7 @@ using namespace zibert::test;
 namespace {
 
 // The training pass's last-layer rows (T, C) of one window, every row computed.
-MatR<float> last_layer(const Classifier& model, const std::vector<std::int32_t>& ids) {
+MatR<float> last_layer(const Model& model, const std::vector<std::int32_t>& ids) {
   const std::vector<std::int32_t> window = with_specials(ids, model.config.max_len);
   ModelCache<float> cache;
   model.net.forward(pack_batch({&window}, {}), cache, nullptr, LastRows::all);
@@ -25,7 +25,7 @@ MatR<float> last_layer(const Classifier& model, const std::vector<std::int32_t>&
 }  // namespace
 
 TEST_CASE("embed's vectors are the mean or [CLS] of the training pass's last layer", "[embed]") {
-  Classifier model = tiny_classifier(5);
+  Model model = tiny_classifier(5);
   for (float& w : model.net.params()) w *= 10.0f;
   const std::vector<std::int32_t> ids = model.tokenizer.encode("他们点了一坛佛跳墙");
   const MatR<float> rows = last_layer(model, ids);
@@ -42,7 +42,7 @@ TEST_CASE("embed's vectors are the mean or [CLS] of the training pass's last lay
 TEST_CASE("a text's vector does not depend on the texts embedded with it", "[embed]") {
   // The shipped model (64 wide): Eigen's colwise().sum() / n of a row block
   // once grouped the additions by the size of the whole pass.
-  for (Classifier model : {tiny_classifier(5), load_model(ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors")}) {
+  for (Model model : {tiny_classifier(5), load_model(ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors")}) {
     const std::vector<std::int32_t> ids = model.tokenizer.encode("他们点了一坛佛跳墙，味道不错");
     Embedder mean(model, Pool::mean);
     const std::vector<float> m = mean.embed_ids({ids});
@@ -67,7 +67,7 @@ TEST_CASE("a text's vector does not depend on the texts embedded with it", "[emb
 }
 
 TEST_CASE("a long text's vector averages its windows, weighted by their tokens", "[embed]") {
-  Classifier model = tiny_classifier(6);
+  Model model = tiny_classifier(6);
   const std::int64_t width = model.config.max_len - 2;
   const std::vector<std::int32_t> ids = model.tokenizer.encode("他们点了一坛佛跳墙，说是镇店之宝。狗急跳墙，他终于说出了实话。");
   const std::vector<std::int64_t> starts = window_starts(static_cast<std::int64_t>(ids.size()), width);

@@ -26,7 +26,7 @@ int heatmaps_in(const std::string& svg_path) {
 }  // namespace
 
 TEST_CASE("explain: attention rows sum to 1 and occlusion covers the characters", "[explain]") {
-  Classifier model = tiny_classifier(4);
+  Model model = tiny_classifier(4);
   Explanation e = explain(model, normalize(kText, Normalization{}));
   REQUIRE(e.tokens.size() == 11);
   CHECK(e.tokens.front() == "[CLS]");
@@ -42,7 +42,7 @@ TEST_CASE("explain: attention rows sum to 1 and occlusion covers the characters"
 }
 
 TEST_CASE("padded keys get zero attention in the whole model", "[explain]") {
-  Classifier model = tiny_classifier(4);
+  Model model = tiny_classifier(4);
   std::vector<std::int32_t> a = with_specials(model.tokenizer.encode("佛跳墙是一道福建名菜"), 16);
   std::vector<std::int32_t> b = with_specials(model.tokenizer.encode("一坛"), 16);
   ModelCache<float> cache;
@@ -58,7 +58,7 @@ TEST_CASE("padded keys get zero attention in the whole model", "[explain]") {
 }
 
 TEST_CASE("explain JSON round-trips and the CLI prints it", "[explain]") {
-  Classifier model = tiny_classifier(4);
+  Model model = tiny_classifier(4);
   Explanation e = explain(model, normalize(kText, Normalization{}));
   nlohmann::json j = explanation_json(e, model);
   CHECK(nlohmann::json::parse(j.dump()) == j);
@@ -93,7 +93,7 @@ TEST_CASE("explain SVG is XML with one heatmap per layer and head", "[explain]")
 
 TEST_CASE("explain terminal view without colour matches the golden output", "[explain]") {
   std::string dir = temp_dir();
-  Classifier model = tiny_classifier(4);
+  Model model = tiny_classifier(4);
   for (float& w : model.net.params()) w *= 25.0f;  // weights with std 0.5: attention that is not uniform
   save_model(dir + "/tiny.safetensors", model);
   RunResult r = run_zibert("explain -m " + dir + "/tiny.safetensors " + kText);

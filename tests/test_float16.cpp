@@ -90,8 +90,8 @@ TEST_CASE("float16 conversion: exact widening, nearest-even rounding, overflow t
 
 TEST_CASE("a float16 model stores every weight as F16 and reads back the same", "[float16][model_file]") {
   const bool encoder = GENERATE(false, true);
-  const Classifier model = encoder ? tiny_encoder(3) : tiny_classifier(3);
-  const Classifier half = float16_model(model);
+  const Model model = encoder ? tiny_encoder(3) : tiny_classifier(3);
+  const Model half = float16_model(model);
   CHECK(half.float16);
   CHECK_FALSE(model.float16);
   for (std::size_t i = 0; i < model.net.params().size(); ++i)
@@ -102,7 +102,7 @@ TEST_CASE("a float16 model stores every weight as F16 and reads back the same", 
   const SafeTensors file = decode_safetensors(bytes, "f16");
   CHECK(file.metadata.at("dtype") == "float16");
   for (const auto& [name, t] : file.tensors) CHECK(t.dtype == DType::f16);
-  const Classifier back = decode_model(bytes, "f16");
+  const Model back = decode_model(bytes, "f16");
   CHECK(back.float16);
   CHECK(back.net.params() == half.net.params());
   CHECK(encode_model(back) == bytes);  // deterministic, and float16 again when saved again
@@ -115,7 +115,7 @@ TEST_CASE("a float16 model stores every weight as F16 and reads back the same", 
   }
 
   // int8 from a float16 model keeps its other tensors float32, as every int8 model.
-  const Classifier q = quantize_model(back);
+  const Model q = quantize_model(back);
   CHECK_FALSE(q.float16);
   const std::string bias = encoder ? "cls.predictions.bias" : "classifier.bias";
   CHECK(decode_safetensors(encode_model(q), "q").tensors.at(bias).dtype == DType::f32);
@@ -123,7 +123,7 @@ TEST_CASE("a float16 model stores every weight as F16 and reads back the same", 
 
   CHECK_THROWS_WITH(float16_model(half), Catch::Contains("float16 already"));
   CHECK_THROWS_WITH(float16_model(q), Catch::Contains("int8"));
-  Classifier big = model;
+  Model big = model;
   big.net.params()[5] = 7e4f;  // in the word embeddings
   CHECK_THROWS_WITH(float16_model(big), Catch::Contains("bert.embeddings.word_embeddings.weight") &&
                                             Catch::Contains("beyond float16's"));
@@ -167,7 +167,7 @@ TEST_CASE("damaged float16 model files are clear errors", "[float16][model_file]
 }
 
 TEST_CASE("a checkpoint's state tensors must be F32", "[float16][model_file]") {
-  const Classifier model = tiny_classifier(2);
+  const Model model = tiny_classifier(2);
   const std::vector<float> state(model.net.params().size(), 0.5f);
   const std::string dir = temp_dir(), path = dir + "/run.ckpt";
   Checkpoint c{model, state, state, state};

@@ -28,7 +28,7 @@ std::string edit_header(const std::string& bytes, const std::function<void(nlohm
   return out + json + bytes.substr(8 + n);
 }
 
-std::vector<float> logits_of(const Classifier& model, const std::string& text) {
+std::vector<float> logits_of(const Model& model, const std::string& text) {
   Predictor p(model);
   return p.predict({normalize(text, Normalization{})})[0].probs;
 }
@@ -36,13 +36,13 @@ std::vector<float> logits_of(const Classifier& model, const std::string& text) {
 }  // namespace
 
 TEST_CASE("save and load give identical weights and predictions", "[model_file]") {
-  Classifier model = tiny_classifier(7);
+  Model model = tiny_classifier(7);
   std::string dir = temp_dir();
   save_model(dir + "/m.safetensors", model);
-  Classifier back = load_model(dir + "/m.safetensors");
+  Model back = load_model(dir + "/m.safetensors");
   CHECK(back.net.params() == model.net.params());
-  CHECK(back.labels == model.labels);
-  CHECK(back.positive == "1");
+  CHECK(back.classifier.labels == model.classifier.labels);
+  CHECK(back.classifier.positive == "1");
   CHECK(back.tokenizer.vocab().tokens() == model.tokenizer.vocab().tokens());
   CHECK(back.training["note"] == "test");
   CHECK(logits_of(back, "他们点了一坛佛跳墙") == logits_of(model, "他们点了一坛佛跳墙"));
@@ -50,7 +50,7 @@ TEST_CASE("save and load give identical weights and predictions", "[model_file]"
 }
 
 TEST_CASE("a predictor gathers the first projections from tables, whatever came before", "[model_file][predictor]") {
-  Classifier model = tiny_classifier(7);
+  Model model = tiny_classifier(7);
   for (float& w : model.net.params()) w *= 25.0f;  // weights with std 0.5: predictions far from uniform
   std::vector<std::vector<char32_t>> texts;
   for (const char* t : {"他们点了一坛佛跳墙", "佛 跳 墙", "今天天气很好", ""}) texts.push_back(normalize(t, Normalization{}));
@@ -92,7 +92,7 @@ TEST_CASE("damaged model files are clear errors, classifiers and encoders alike"
   // Every check holds for an encoder (zibert pretrain's) as for a classifier;
   // the head's tensors are the ones each has.
   const bool encoder = GENERATE(false, true);
-  const std::function<Classifier()> make_model = [encoder] { return encoder ? tiny_encoder() : tiny_classifier(); };
+  const std::function<Model()> make_model = [encoder] { return encoder ? tiny_encoder() : tiny_classifier(); };
   const std::string good = encode_model(make_model());
   // A small head tensor (2 labels, or C = 8 wide) and another.
   const std::string head_bias = encoder ? "cls.predictions.transform.dense.bias" : "classifier.bias";
@@ -248,7 +248,7 @@ TEST_CASE("damaged model files are clear errors, classifiers and encoders alike"
        "word_embeddings.weight has shape"},
       {"NaN weights",
        [make_model] {
-         Classifier model = make_model();
+         Model model = make_model();
          model.net.params()[3] = std::nanf("");
          return encode_model(model);
        },
@@ -313,13 +313,13 @@ TEST_CASE("damaged model files are clear errors, classifiers and encoders alike"
 }
 
 TEST_CASE("NaN weights are rejected", "[model_file]") {
-  Classifier model = tiny_classifier();
+  Model model = tiny_classifier();
   model.net.params()[3] = std::nanf("");
   CHECK_THROWS_WITH(decode_model(encode_model(model), "nan.safetensors"), Catch::Contains("NaN"));
 }
 
 TEST_CASE("a long text's windows combine as the model records: max, mean or first", "[model_file][predictor]") {
-  Classifier model = tiny_classifier(9);
+  Model model = tiny_classifier(9);
   for (float& w : model.net.params()) w *= 25.0f;  // predictions far from uniform
   const std::int64_t width = model.config.max_len - 2;
   std::vector<std::int32_t> ids = model.tokenizer.encode("他们点了一坛佛跳墙，说是镇店之宝。狗急跳墙，他终于说出了实话。年夜饭的压轴菜");
@@ -333,9 +333,9 @@ TEST_CASE("a long text's windows combine as the model records: max, mean or firs
     const std::int64_t end = std::min<std::int64_t>(s + width, static_cast<std::int64_t>(ids.size()));
     alone.push_back(p.predict_ids({std::vector<std::int32_t>(ids.begin() + s, ids.begin() + end)})[0].probs);
   }
-  const std::int32_t pos = model.positive_id();
+  const std::int32_t pos = model.classifier.positive_id();
   auto whole = [&](Windows w) {
-    model.windows = w;
+    model.classifier.windows = w;
     Predictor p(model);
     return p.predict_ids({ids})[0];
   };
@@ -362,7 +362,7 @@ TEST_CASE("a long text's windows combine as the model records: max, mean or firs
   // The label follows the combined probabilities.
   CHECK(mean.label == (mean.probs[pos] >= 0.5f ? pos : 1 - pos));
   // Saved and loaded, the choice stays; a bad one in a file is refused.
-  model.windows = Windows::first;
+  model.classifier.windows = Windows::first;
   const std::string bytes = encode_model(model);
-  CHECK(decode_model(bytes, "m").windows == Windows::first);
+  CHECK(decode_model(bytes, "m").classifier.windows == Windows::first);
 }

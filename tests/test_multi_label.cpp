@@ -147,13 +147,13 @@ TEST_CASE("eval on a multi-label model: per-label P/R/F1, micro and macro F1, ex
   SECTION("info and the file say multi-label") {
     CHECK_THAT(run_zibert("info -m " + d + "/ml.safetensors").out,
                Catch::Contains("multi-label classifier") && Catch::Contains("dev         exact match"));
-    const Classifier model = load_model(d + "/ml.safetensors");
+    const Model model = load_model(d + "/ml.safetensors");
     CHECK(model.config.multi_label);
-    CHECK(model.positive.empty());
-    CHECK_FALSE(model.calibration);
+    CHECK(model.classifier.positive.empty());
+    CHECK_FALSE(model.classifier.calibration);
     CHECK(model.training.contains("dev_micro_f1"));
-    Classifier tempered = model;  // a temperature calibrates a softmax: the reader refuses one here
-    tempered.calibration = Calibration{};
+    Model tempered = model;  // a temperature calibrates a softmax: the reader refuses one here
+    tempered.classifier.calibration = Calibration{};
     const std::string path = temp_dir() + "/tempered.safetensors";
     save_model(path, tempered);
     CHECK_THROWS_WITH(load_model(path), Catch::Contains("calibrates a softmax"));

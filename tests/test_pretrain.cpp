@@ -40,9 +40,9 @@ TEST_CASE("pretrain writes an encoder: cls.predictions tensors, no classifier, i
   RunResult r = run_zibert(pretrain_cmd(dir, "enc.safetensors", " --log " + dir + "/log.jsonl"));
   INFO(r.err);
   REQUIRE(r.status == 0);
-  const Classifier enc = load_model(dir + "/enc.safetensors");
+  const Model enc = load_model(dir + "/enc.safetensors");
   CHECK(enc.config.task == Task::mlm);
-  CHECK(enc.labels.empty());
+  CHECK(enc.classifier.labels.empty());
   std::vector<std::string> names;
   for (const TensorInfo& t : enc.net.layout()) names.push_back(t.name);
   for (const char* name : {"cls.predictions.transform.dense.weight", "cls.predictions.transform.LayerNorm.bias",
@@ -126,7 +126,7 @@ TEST_CASE("pretrain bounds the vocabulary: --vocab-size, --min-count, --vocab-fr
   RunResult r = run_zibert(pretrain_cmd(dir, "w.safetensors", " --vocab-from " + dir + "/chars.txt", 1));
   INFO(r.err);
   REQUIRE(r.status == 0);
-  const Classifier w = load_model(dir + "/w.safetensors");
+  const Model w = load_model(dir + "/w.safetensors");
   CHECK(w.tokenizer.vocab().size() == 5 + 4);
   CHECK(w.tokenizer.vocab().id(U'墙') != kUnk);
   REQUIRE(run_zibert(pretrain_cmd(dir, "x.safetensors", " --vocab-from " + dir + "/w.safetensors", 1)).status == 0);
@@ -144,17 +144,17 @@ TEST_CASE("train --init ENCODER fine-tunes it: its vocabulary and shape, fresh h
                            "/clf.safetensors --epochs 2 --threads 2 -q");
   INFO(r.err);
   REQUIRE(r.status == 0);
-  const Classifier enc = load_model(dir + "/enc.safetensors"), clf = load_model(dir + "/clf.safetensors");
+  const Model enc = load_model(dir + "/enc.safetensors"), clf = load_model(dir + "/clf.safetensors");
   CHECK(clf.config.task == Task::classify);
-  CHECK(clf.labels == std::vector<std::string>{"0", "1"});
-  CHECK(clf.positive == "1");  // guessed from the labels, as from scratch (an encoder has none)
+  CHECK(clf.classifier.labels == std::vector<std::string>{"0", "1"});
+  CHECK(clf.classifier.positive == "1");  // guessed from the labels, as from scratch (an encoder has none)
   CHECK(clf.tokenizer.vocab().tokens() == enc.tokenizer.vocab().tokens());
   CHECK(clf.config.dim == enc.config.dim);
   CHECK(clf.config.layers == enc.config.layers);
   // With lr 0 nothing moves: the encoder's tensors arrive whole in the classifier.
   REQUIRE(run_zibert("train --init " + dir + "/enc.safetensors --data " + dir + "/train.tsv --out " + dir +
                      "/frozen.safetensors --epochs 1 --lr 0 --threads 2 -q").status == 0);
-  const Classifier frozen = load_model(dir + "/frozen.safetensors");
+  const Model frozen = load_model(dir + "/frozen.safetensors");
   std::size_t compared = 0;
   for (const TensorInfo& t : frozen.net.layout()) {
     if (!is_encoder_tensor(t.name)) continue;

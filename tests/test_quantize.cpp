@@ -29,7 +29,7 @@ EditedTensor f32_of(const EditedTensor& i8, const std::vector<float>& scales) {
   return out;
 }
 
-Classifier shipped() { return load_model(std::string(ZIBERT_SOURCE_DIR) + "/models/fotiaoqiang.safetensors"); }
+Model shipped() { return load_model(std::string(ZIBERT_SOURCE_DIR) + "/models/fotiaoqiang.safetensors"); }
 
 std::vector<std::vector<char32_t>> demo_texts() {
   std::vector<std::vector<char32_t>> texts;
@@ -42,8 +42,8 @@ std::vector<std::vector<char32_t>> demo_texts() {
 
 TEST_CASE("a quantized model stores int8 matrices with row scales and reads back the same", "[quantize]") {
   const bool encoder = GENERATE(false, true);
-  const Classifier model = encoder ? tiny_encoder(3) : tiny_classifier(3);
-  const Classifier q = quantize_model(model);
+  const Model model = encoder ? tiny_encoder(3) : tiny_classifier(3);
+  const Model q = quantize_model(model);
   REQUIRE(q.quantization);
   std::size_t matrices = 0;
   for (const TensorInfo& t : model.net.layout()) {
@@ -70,7 +70,7 @@ TEST_CASE("a quantized model stores int8 matrices with row scales and reads back
         std::vector<std::int64_t>{model.config.dim});
   CHECK(file.tensors.at("bert.embeddings.LayerNorm.weight").dtype == DType::f32);
   CHECK(nlohmann::json::parse(file.metadata.at("quantization"))["tensors"].size() == matrices);
-  const Classifier back = decode_model(bytes, "q");
+  const Model back = decode_model(bytes, "q");
   REQUIRE(back.quantization);
   CHECK(back.net.params() == q.net.params());
   for (const auto& [name, t] : q.quantization->tensors) {
@@ -140,7 +140,7 @@ TEST_CASE("damaged int8 model files are clear errors", "[quantize]") {
 }
 
 TEST_CASE("the shipped detector quantized agrees with float32 on the demo texts", "[quantize][predictor]") {
-  const Classifier model = shipped(), q = quantize_model(model);
+  const Model model = shipped(), q = quantize_model(model);
   const auto texts = demo_texts();
   Predictor fp32(model), int8(q);
   REQUIRE(int8.int8());
@@ -179,7 +179,7 @@ TEST_CASE("the shipped int8 detector is zibert quantize's output for the shipped
 }
 
 TEST_CASE("embed runs an int8 model by its int8 products", "[quantize][embed]") {
-  const Classifier model = shipped(), q = quantize_model(model);
+  const Model model = shipped(), q = quantize_model(model);
   std::vector<std::vector<std::int32_t>> ids;
   for (const auto& t : demo_texts()) ids.push_back(model.tokenizer.ids(t));
   Embedder fp32(model, Pool::mean), int8(q, Pool::mean);

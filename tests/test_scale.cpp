@@ -19,9 +19,9 @@ namespace {
 // the shipped detector's window; the fan-out guarantees do not depend on what a
 // model learnt, and the 128-wide detector would make these tests four times slower.
 std::string fan_out_model() {
-  Classifier model =
+  Model model =
       random_classifier("今天的午饭是番茄炒蛋他们点了一坛佛跳墙狗急跳墙佛跳牆年菜味道不错，下次再来萬佛牆。", 128, 32, 2, 64, 3);
-  model.windows = Windows::max;
+  model.classifier.windows = Windows::max;
   const std::string path = temp_dir() + "/fan-out.safetensors";
   save_model(path, model);
   return path;

@@ -50,7 +50,7 @@ TEST_CASE("read_variant_table and resolve_variants: the first candidate with a r
   REQUIRE(table.size() == 4);
   CHECK(table[1].first == U'牆');
   CHECK(table[1].second == std::vector<char32_t>{U'墻', U'墙'});
-  const Classifier m = tiny_classifier();
+  const Model m = tiny_classifier();
   const std::map<char32_t, char32_t> got = resolve_variants(m.tokenizer.vocab(), table);
   // 墻 has no row, so 牆 takes its second candidate; 是 has a row; 龙 is not in the vocabulary.
   CHECK(got == std::map<char32_t, char32_t>{{U'仏', U'佛'}, {U'牆', U'墙'}});
@@ -75,7 +75,7 @@ TEST_CASE("read_variant_table and resolve_variants: the first candidate with a r
 TEST_CASE("a model file keeps its variants, writes none when it has none, and refuses bad ones",
           "[variants][model_file]") {
   const std::string dir = temp_dir();
-  Classifier model = tiny_classifier();
+  Model model = tiny_classifier();
   save_model(dir + "/plain.safetensors", model);
   const std::string plain = read_text(dir + "/plain.safetensors");
   CHECK(decode_safetensors(plain, "p").metadata.count("variants") == 0);
@@ -83,7 +83,7 @@ TEST_CASE("a model file keeps its variants, writes none when it has none, and re
   v.set_variants({{U'仏', U'佛'}, {U'牆', U'墙'}});
   model.tokenizer = Tokenizer(v, model.tokenizer.normalization());
   save_model(dir + "/v.safetensors", model);
-  const Classifier back = load_model(dir + "/v.safetensors");
+  const Model back = load_model(dir + "/v.safetensors");
   CHECK(back.tokenizer.vocab().variants() == v.variants());
   CHECK(back.tokenizer.encode("仏跳牆") == back.tokenizer.encode("佛跳墙"));
 
@@ -186,7 +186,7 @@ TEST_CASE("train --init keeps the model's variants, and --extend-vocab drops the
                  "/ext.safetensors --extend-vocab --min-count 2" + dev);
   REQUIRE(r.status == 0);
   CHECK(variants("ext.safetensors") == 1);  // 丁 got a row; 戊 (seen once) still reads as 甲
-  const Classifier ext = load_model(dir + "/ext.safetensors");
+  const Model ext = load_model(dir + "/ext.safetensors");
   CHECK(ext.tokenizer.vocab().has_row(U'丁'));
   CHECK(ext.tokenizer.vocab().variants() == std::map<char32_t, char32_t>{{U'戊', U'甲'}});
 }
@@ -208,7 +208,7 @@ TEST_CASE("data/build-variants writes opencc's variants, 仏 as 佛 among them",
   CHECK(table.size() > 5000);
   CHECK_THAT(text, Catch::Contains("\n仏\t佛") && Catch::Contains("\n売\t賣卖"));
   // On the shipped detector, 仏 has no row and reads as 佛.
-  const Classifier m = load_model(ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors");
+  const Model m = load_model(ZIBERT_SOURCE_DIR "/models/fotiaoqiang.safetensors");
   CHECK_FALSE(m.tokenizer.vocab().has_row(U'仏'));
   CHECK(resolve_variants(m.tokenizer.vocab(), table).at(U'仏') == U'佛');
 }

@@ -23,14 +23,14 @@ int run_calibrate(const CalibrateCli& o) {
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);  // the model itself may be --out: it is rewritten with its temperature
   check_not_an_input({"--out", o.out}, {{"--data", o.data}});
-  Classifier model = load_classifier(path);
+  Model model = load_classifier(path);
   if (model.config.multi_label)
     throw Error(path + ": a multi-label model's sigmoids are not calibrated by a temperature (it scales a softmax)");
   const Dataset data = read_data_option(o.data);
-  model.calibration = calibrate(model, data);
+  model.classifier.calibration = calibrate(model, data);
   save_model(o.out, model);
   if (!o.quiet) {
-    const Calibration& c = *model.calibration;
+    const Calibration& c = *model.classifier.calibration;
     std::fprintf(stderr,
                  "saved %s: temperature %.4g fitted on %lld examples of %s; NLL %.4f -> %.4f, ECE %.4f -> %.4f, "
                  "Brier %.4f -> %.4f\n",

@@ -66,16 +66,16 @@ double sigmoid_log_odds(float p) { return rounded_log_odds(p, 1.0 - double(p)); 
 
 class Classify {
  public:
-  Classify(const ClassifyCli& o, const Classifier& model)
+  Classify(const ClassifyCli& o, const Model& model)
       : o_(o), model_(model), predictor_(model, o.threshold), tokenizer_(model.tokenizer) {
     predictor_.set_raw_probs(o.raw_probs);
     tokenizer_.set_replace_invalid(o.invalid == "replace");
     matching_ = o.filter || o.count || o.quiet;
     if (!o.label.empty()) {
-      target_ = model.label_id(o.label);
+      target_ = model.classifier.label_id(o.label);
       if (target_ < 0) throw Error("--label " + o.label + " is not one of the model's labels");
     } else {
-      target_ = model.positive_id();
+      target_ = model.classifier.positive_id();
       if (matching_ && target_ < 0)
         throw Error(model.config.multi_label
                         ? "a multi-label model has no positive label; say which label to match with --label"
@@ -83,7 +83,7 @@ class Classify {
     }
     show_names_ = o.with_filename || (o.inputs.size() > 1 && !o.no_filename);
     multi_label_ = model.config.multi_label;
-    label_threshold_ = o.threshold_given && !model.binary();
+    label_threshold_ = o.threshold_given && !model.classifier.binary();
     listing_ = o.top_k > 0 || (label_threshold_ && !multi_label_);  // a multi-label record lists its labels anyway
   }
 
@@ -183,25 +183,25 @@ class Classify {
       if (line_no > 0) j["line"] = line_no;
       if (multi_label_) {  // the labels, and each label's log-odds next to its probability
         nlohmann::ordered_json names = nlohmann::ordered_json::array(), logits = nlohmann::ordered_json::object();
-        for (std::int32_t c : p.labels) names.push_back(model_.labels[c]);
+        for (std::int32_t c : p.labels) names.push_back(model_.classifier.labels[c]);
         j["labels"] = names;
-        for (std::size_t c = 0; c < model_.labels.size(); ++c) logits[model_.labels[c]] = sigmoid_log_odds(p.probs[c]);
+        for (std::size_t c = 0; c < model_.classifier.labels.size(); ++c) logits[model_.classifier.labels[c]] = sigmoid_log_odds(p.probs[c]);
         j["logits"] = logits;
       } else if (shown.empty()) {  // a multi-class threshold no label reached
         j["label"] = nullptr;
         j["prob"] = nullptr;
       } else {
-        j["label"] = model_.labels[shown[0]];
+        j["label"] = model_.classifier.labels[shown[0]];
         j["prob"] = round4(p.probs[shown[0]]);
       }
       if (!multi_label_) j["logit"] = log_odds(p);
       if (listing_) {
         nlohmann::ordered_json top = nlohmann::ordered_json::array();
-        for (std::int32_t c : shown) top.push_back({{"label", model_.labels[c]}, {"prob", round4(p.probs[c])}});
+        for (std::int32_t c : shown) top.push_back({{"label", model_.classifier.labels[c]}, {"prob", round4(p.probs[c])}});
         j["top"] = top;
       }
       nlohmann::ordered_json probs = nlohmann::ordered_json::object();
-      for (std::size_t c = 0; c < model_.labels.size(); ++c) probs[model_.labels[c]] = round4(p.probs[c]);
+      for (std::size_t c = 0; c < model_.classifier.labels.size(); ++c) probs[model_.classifier.labels[c]] = round4(p.probs[c]);
       j["probs"] = probs;
       if (offset >= 0) j["offset"] = offset;
       if (!o_.no_text && !o_.document) j["text"] = text;
@@ -215,13 +215,13 @@ class Classify {
       for (std::int32_t c : shown) {
         char prob[32];
         std::snprintf(prob, sizeof prob, "%s%.4f", probs.empty() ? "" : ",", double(p.probs[c]));
-        names += (names.empty() ? "" : ",") + model_.labels[c];
+        names += (names.empty() ? "" : ",") + model_.classifier.labels[c];
         probs += prob;
       }
       out += names + "\t" + probs;
     }
     // -k past the label count lists every label: as many pairs as labels.
-    const std::size_t listed = std::min(static_cast<std::size_t>(std::max(o_.top_k, 1)), model_.labels.size());
+    const std::size_t listed = std::min(static_cast<std::size_t>(std::max(o_.top_k, 1)), model_.classifier.labels.size());
     const std::size_t pairs = multi_label_ && !listing_ ? 0 : listing_ ? listed : 1;
     for (std::size_t i = 0; i < pairs; ++i) {
       if (i > 0) out += "\t";
@@ -231,7 +231,7 @@ class Classify {
       }
       char prob[32];
       std::snprintf(prob, sizeof prob, "%.4f", double(p.probs[shown[i]]));
-      out += model_.labels[shown[i]] + "\t" + prob;
+      out += model_.classifier.labels[shown[i]] + "\t" + prob;
     }
     if (offset >= 0) out += "\t" + std::to_string(offset);
     if (o_.document)
@@ -268,7 +268,7 @@ class Classify {
   }
 
   const ClassifyCli& o_;
-  const Classifier& model_;
+  const Model& model_;
   Predictor predictor_;
   Tokenizer tokenizer_;  // the model's, with --invalid's choice
   bool matching_ = false, show_names_ = false;
@@ -307,8 +307,8 @@ void check_flags(const ClassifyCli& o) {
 int run_classify(const ClassifyCli& o) {
   check_flags(o);
   apply_threads(o.threads);
-  Classifier model = load_classifier(o.model, o.quiet);
-  if (!model.binary() && !model.config.multi_label && o.threshold_given &&
+  Model model = load_classifier(o.model, o.quiet);
+  if (!model.classifier.binary() && !model.config.multi_label && o.threshold_given &&
       (o.count || o.quiet || (o.filter && o.format == "tsv")))
     throw Error("--threshold on a multi-class model chooses the labels a record lists (fastText's predict-prob); "
                 "--filter, -c and -q match the most probable label, so it would do nothing here");

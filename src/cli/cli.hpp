@@ -27,7 +27,7 @@ std::string find_model(const std::string& name);
 std::string resolve_model_path(const std::string& flag, bool quiet = false);
 // The model resolve_model_path names, which must be a classifier (an encoder
 // is an error naming the file).
-Classifier load_classifier(const std::string& flag, bool quiet = false);
+Model load_classifier(const std::string& flag, bool quiet = false);
 // Applies --threads (0 = all cores) to OpenMP and Eigen; returns the count used.
 int apply_threads(int threads);
 

@@ -63,9 +63,9 @@ std::string resolve_model_path(const std::string& flag, bool quiet) {
   return found;
 }
 
-Classifier load_classifier(const std::string& flag, bool quiet) {
+Model load_classifier(const std::string& flag, bool quiet) {
   const std::string path = resolve_model_path(flag, quiet);
-  Classifier model = load_model(path);
+  Model model = load_model(path);
   if (model.config.task != Task::classify)
     throw Error(path + ": this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it "
                        "with zibert train --init, or use it with embed or fill-mask");

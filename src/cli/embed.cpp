@@ -51,7 +51,7 @@ std::string records(const EmbedCli& o, const std::vector<float>& vecs, Index dim
 
 int run_embed(const EmbedCli& o) {
   apply_threads(o.threads);
-  const Classifier model = load_model(resolve_model_path(o.model));
+  const Model model = load_model(resolve_model_path(o.model));
   Tokenizer tokenizer = model.tokenizer;
   tokenizer.set_replace_invalid(o.invalid == "replace");
   Embedder embedder(model, o.pool == "cls" ? Pool::cls : Pool::mean);

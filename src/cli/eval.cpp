@@ -22,20 +22,20 @@ struct EvalCli {
 };
 
 // The labels data names that the model lacks, as an error naming them (none: no error).
-void check_labels(const Classifier& model, const Dataset& data, const std::string& path) {
+void check_labels(const Model& model, const Dataset& data, const std::string& path) {
   std::set<std::string> unknown;
   for (const Example& ex : data.rows)
     if (data.multi_label) {
       for (const std::string& l : ex.labels)
-        if (model.label_id(l) < 0) unknown.insert(l);
-    } else if (model.label_id(ex.label) < 0) {
+        if (model.classifier.label_id(l) < 0) unknown.insert(l);
+    } else if (model.classifier.label_id(ex.label) < 0) {
       unknown.insert(ex.label);
     }
   if (unknown.empty()) return;
   std::string names;
   for (const auto& u : unknown) names += (names.empty() ? "\"" : ", \"") + u + "\"";
   std::string known;
-  for (const auto& l : model.labels) known += (known.empty() ? "\"" : ", \"") + l + "\"";
+  for (const auto& l : model.classifier.labels) known += (known.empty() ? "\"" : ", \"") + l + "\"";
   throw Error(path + ": labels the model does not know: " + names + " (the model's labels are " + known + ")");
 }
 
@@ -59,43 +59,43 @@ std::vector<Prediction> predict_all(Predictor& predictor, const std::vector<std:
 }
 
 // A multi-label model: each text's predicted label set against its gold one.
-std::string multi_label_report(const Classifier& model, const Dataset& data, const std::vector<Prediction>& preds,
+std::string multi_label_report(const Model& model, const Dataset& data, const std::vector<Prediction>& preds,
                                bool json) {
-  const std::size_t k = model.labels.size();
+  const std::size_t k = model.classifier.labels.size();
   std::vector<std::uint8_t> gold(preds.size() * k, 0), predicted(preds.size() * k, 0);
   for (std::size_t i = 0; i < preds.size(); ++i) {
-    for (const std::string& l : data.rows[i].labels) gold[i * k + static_cast<std::size_t>(model.label_id(l))] = 1;
+    for (const std::string& l : data.rows[i].labels) gold[i * k + static_cast<std::size_t>(model.classifier.label_id(l))] = 1;
     for (std::int32_t c : preds[i].labels) predicted[i * k + static_cast<std::size_t>(c)] = 1;
   }
-  const MultiLabelMetrics m = compute_multi_label_metrics(model.labels, gold, predicted);
+  const MultiLabelMetrics m = compute_multi_label_metrics(model.classifier.labels, gold, predicted);
   return json ? m.to_json().dump(2) + "\n" : m.to_table();
 }
 
 // A single-label model: metrics of its decided labels, and how well the
 // probabilities mean what they say, raw and as calibrated.
-std::string single_label_report(const Classifier& model, const Predictor& predictor, const Dataset& data,
+std::string single_label_report(const Model& model, const Predictor& predictor, const Dataset& data,
                                 const std::vector<Prediction>& preds, const EvalCli& o) {
   std::vector<std::int32_t> gold;
   std::vector<std::string> categories;
   for (const Example& ex : data.rows) {
-    gold.push_back(model.label_id(ex.label));
+    gold.push_back(model.classifier.label_id(ex.label));
     categories.push_back(ex.category);
   }
-  const std::size_t k = model.labels.size();
+  const std::size_t k = model.classifier.labels.size();
   std::vector<float> raw_probs;
   for (const Prediction& p : preds) raw_probs.insert(raw_probs.end(), p.probs.begin(), p.probs.end());
   // The labels: from the calibrated probabilities (as classify decides), or --raw-probs the raw ones.
-  const bool use_calibrated = model.calibration && !o.raw_probs;
-  const std::vector<float> probs = use_calibrated ? tempered(raw_probs, k, model.calibration->temperature) : raw_probs;
+  const bool use_calibrated = model.classifier.calibration && !o.raw_probs;
+  const std::vector<float> probs = use_calibrated ? tempered(raw_probs, k, model.classifier.calibration->temperature) : raw_probs;
   std::vector<std::int32_t> predicted;
   for (std::size_t i = 0; i < preds.size(); ++i) predicted.push_back(predictor.decide(&probs[i * k]));
-  Metrics m = compute_metrics(model.labels, gold, predicted, data.has_category ? categories : std::vector<std::string>{});
+  Metrics m = compute_metrics(model.classifier.labels, gold, predicted, data.has_category ? categories : std::vector<std::string>{});
   const CalibrationReport report = calibration_report(model, raw_probs, gold);
   const CalibrationStats* raw = &report.raw;
   const std::optional<CalibrationStats>& tempered_stats = report.calibrated;
   if (o.json) {
     nlohmann::json j = m.to_json();
-    j["calibration"] = {{"temperature", model.calibration ? nlohmann::json(model.calibration->temperature) : nullptr},
+    j["calibration"] = {{"temperature", model.classifier.calibration ? nlohmann::json(model.classifier.calibration->temperature) : nullptr},
                         {"bins", kCalibrationBins},
                         {"raw", raw->to_json()},
                         {"calibrated", tempered_stats ? tempered_stats->to_json() : nlohmann::json(nullptr)},
@@ -108,7 +108,7 @@ std::string single_label_report(const Classifier& model, const Predictor& predic
   std::snprintf(row, sizeof row, "  raw                    %-8.4f %-8.4f %.4f\n", raw->ece, raw->brier, raw->nll);
   out += row;
   if (tempered_stats) {
-    std::snprintf(row, sizeof row, "  temperature %-10.3g %-8.4f %-8.4f %.4f\n", model.calibration->temperature,
+    std::snprintf(row, sizeof row, "  temperature %-10.3g %-8.4f %-8.4f %.4f\n", model.classifier.calibration->temperature,
                   tempered_stats->ece, tempered_stats->brier, tempered_stats->nll);
     out += row;
   } else {
@@ -119,11 +119,11 @@ std::string single_label_report(const Classifier& model, const Predictor& predic
 
 int run_eval(const EvalCli& o) {
   apply_threads(o.threads);
-  Classifier model = load_classifier(o.model);
+  Model model = load_classifier(o.model);
   const bool multi_label = model.config.multi_label;
-  if (o.threshold_given && !model.binary() && !multi_label)
+  if (o.threshold_given && !model.classifier.binary() && !multi_label)
     throw Error("--threshold decides a binary model's positive label (or a multi-label model's labels); " + o.model +
-                " has " + std::to_string(model.labels.size()) + " labels and no positive one, so it would do nothing");
+                " has " + std::to_string(model.classifier.labels.size()) + " labels and no positive one, so it would do nothing");
   if (o.raw_probs && multi_label)
     throw Error("--raw-probs: " + o.model + " is multi-label and has no temperature, so its probabilities are raw already");
   Dataset data = read_data_option(o.data, multi_label);

@@ -55,7 +55,7 @@ int run_explain(const ExplainCli& o) {
   if (!svg_to_stdout) check_not_an_input({"--svg", o.svg}, {{"--file", o.file}, {"-m", o.model}});
   if (o.text_given) check_argument_utf8(o.text);
   const std::string text = o.text_given ? o.text : read_explained_file(o.file);
-  Classifier model = load_classifier(o.model);
+  Model model = load_classifier(o.model);
   const std::vector<char32_t> chars = normalize(text, model.tokenizer.normalization());
   Explanation e = explain(model, chars);
   std::string out;

@@ -31,7 +31,7 @@ std::string filled(const Tokenizer& tok, const std::vector<std::int32_t>& ids, s
   return out;
 }
 
-std::string report(const FillMaskCli& o, const Classifier& enc, const std::string& text) {
+std::string report(const FillMaskCli& o, const Model& enc, const std::string& text) {
   const std::vector<std::int32_t> ids = encode_with_masks(enc.tokenizer, text);
   const auto guesses = fill_mask(enc, ids, o.top_k);
   std::string out;
@@ -60,7 +60,7 @@ std::string report(const FillMaskCli& o, const Classifier& enc, const std::strin
 }
 
 // report() of one text, its errors naming where the text came from.
-std::string report_at(const FillMaskCli& o, const Classifier& enc, const std::string& text, const std::string& name,
+std::string report_at(const FillMaskCli& o, const Model& enc, const std::string& text, const std::string& name,
                       std::int64_t line) {
   try {
     return report(o, enc, text);
@@ -74,7 +74,7 @@ std::string report_at(const FillMaskCli& o, const Classifier& enc, const std::st
 int run_fill_mask(const FillMaskCli& o) {
   apply_threads(o.threads);
   const std::string path = resolve_model_path(o.model);
-  const Classifier enc = load_model(path);
+  const Model enc = load_model(path);
   if (enc.config.task != Task::mlm)
     throw Error(path + ": fill-mask needs an encoder (zibert pretrain's); this is a classifier");
   if (!o.texts.empty()) {  // the texts on the command line number as lines do

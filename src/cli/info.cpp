@@ -17,7 +17,7 @@ struct InfoCli {
 int run_info(const InfoCli& o) {
   apply_threads(o.threads);
   std::string path = resolve_model_path(o.model);
-  Classifier m = load_model(path);
+  Model m = load_model(path);
   const ModelConfig& c = m.config;
   std::size_t params = m.net.params().size();
   nlohmann::ordered_json j;
@@ -26,13 +26,13 @@ int run_info(const InfoCli& o) {
   j["config"] = config_to_json(c);  // the model file's own form of it
   j["parameters"] = params;
   j["task"] = task_name(c.task);
-  j["labels"] = m.labels;
-  j["positive_label"] = m.positive;
+  j["labels"] = m.classifier.labels;
+  j["positive_label"] = m.classifier.positive;
   j["lowercase"] = m.tokenizer.normalization().lowercase;
   j["variants"] = m.tokenizer.vocab().variants().size();
   if (c.task == Task::classify) {
-    j["windows"] = windows_name(m.window_combine());
-    j["windows_recorded"] = m.windows.has_value();
+    j["windows"] = windows_name(m.classifier.window_combine());
+    j["windows_recorded"] = m.classifier.windows.has_value();
   }
   if (m.quantization) {
     j["quantization"] = quantization_metadata(*m.quantization);
@@ -40,7 +40,7 @@ int run_info(const InfoCli& o) {
   }
   j["dtype"] = m.quantization ? "int8" : m.float16 ? "float16" : "float32";  // how the weights are stored
   j["training"] = m.training;
-  j["calibration"] = m.calibration ? m.calibration->to_json() : nlohmann::json(nullptr);
+  j["calibration"] = m.classifier.calibration ? m.classifier.calibration->to_json() : nlohmann::json(nullptr);
   if (o.json) {
     std::string out = j.dump(2) + "\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -75,11 +75,11 @@ int run_info(const InfoCli& o) {
                 variants.size(), variants_sample(variants).c_str());
   if (c.task == Task::classify) {
     std::string labels;
-    for (const auto& l : m.labels) labels += (labels.empty() ? "" : ", ") + l;
-    std::printf("windows     %s%s\n", windows_name(m.window_combine()),
-                m.windows ? "" : " (not recorded: this model predates train --windows)");
+    for (const auto& l : m.classifier.labels) labels += (labels.empty() ? "" : ", ") + l;
+    std::printf("windows     %s%s\n", windows_name(m.classifier.window_combine()),
+                m.classifier.windows ? "" : " (not recorded: this model predates train --windows)");
     std::printf("labels      %s%s\n", labels.c_str(),
-                m.positive.empty() ? "" : (" (positive: " + m.positive + ")").c_str());
+                m.classifier.positive.empty() ? "" : (" (positive: " + m.classifier.positive + ")").c_str());
   }
   const nlohmann::json& t = m.training;
   if (t.contains("train_examples")) {
@@ -97,10 +97,10 @@ int run_info(const InfoCli& o) {
     else
       std::printf("dev         accuracy %.4f, macro-F1 %.4f, loss %.4f\n", t.value("dev_accuracy", 0.0),
                   t.value("dev_macro_f1", 0.0), t.value("dev_loss", 0.0));
-    if (m.calibration)
-      std::printf("calibration temperature %.4g (dev NLL %.4f -> %.4f, ECE %.4f -> %.4f)\n", m.calibration->temperature,
-                  m.calibration->before.nll, m.calibration->after.nll, m.calibration->before.ece,
-                  m.calibration->after.ece);
+    if (m.classifier.calibration)
+      std::printf("calibration temperature %.4g (dev NLL %.4f -> %.4f, ECE %.4f -> %.4f)\n", m.classifier.calibration->temperature,
+                  m.classifier.calibration->before.nll, m.classifier.calibration->after.nll, m.classifier.calibration->before.ece,
+                  m.classifier.calibration->after.ece);
     else if (c.multi_label)
       std::printf("calibration none (multi-label: the sigmoids' own probabilities)\n");
     else if (c.task == Task::classify)

@@ -20,12 +20,12 @@ struct PlotCli {
 int run_reliability(const PlotCli& o) {
   apply_threads(o.threads);
   const std::string path = resolve_model_path(o.model);
-  const Classifier model = load_classifier(path);
+  const Model model = load_classifier(path);
   const Dataset data = read_dataset(o.data);
   const ScoredData raw = score_dataset(model, data);
   const CalibrationReport report = calibration_report(model, raw.probs, raw.gold);
   write_file_atomic(o.svg, reliability_svg(report.raw, report.calibrated,
-                                           model.calibration ? model.calibration->temperature : 1,
+                                           model.classifier.calibration ? model.classifier.calibration->temperature : 1,
                                            "reliability: " + path + " on " + o.data));
   return kExitOk;
 }

@@ -121,14 +121,14 @@ int run_pretrain(const PretrainCli& o) {
   Corpus dev = !c.dev.empty() ? read_corpus(c.dev) : hold_out(train.front(), c.holdout, opt.seed);
   if (dev.lines.empty()) throw Error(train.front().name + ": too few lines to hold out a dev set (give --dev-text)");
   opt.run = run_record(c, opt, prints);
-  std::optional<Classifier> init;
+  std::optional<Model> init;
   if (!c.init.empty()) init = load_init_model(c.init);
   std::optional<Vocab> vocab;
   if (!c.vocab_from.empty()) vocab = vocab_from(c.vocab_from);
   Progress progress(o.quiet || !world.leader());  // over MPI, rank 0 reports
   const TrainHooks hooks = stop_hooks(o.faults);
   const auto started = std::chrono::steady_clock::now();
-  std::optional<Classifier> encoder;
+  std::optional<Model> encoder;
   try {
     encoder.emplace(pretrain_encoder(train, dev, opt, progress, init ? &*init : nullptr, vocab ? &*vocab : nullptr,
                                      resume ? &*resume : nullptr, hooks));

@@ -23,12 +23,12 @@ int run_quantize(const QuantizeCli& o) {
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);
   check_not_an_input({"--out", o.out}, {{"-m", path}});
-  const Classifier model = load_model(path);
+  const Model model = load_model(path);
   if (model.quantization)
     throw Error(path + ": this model is already int8 (zibert quantize's); quantize the float32 model it came from");
   const bool half = o.to == "float16";
   if (half && model.float16) throw Error(path + ": this model is float16 already");
-  const Classifier q = half ? float16_model(model) : quantize_model(model);
+  const Model q = half ? float16_model(model) : quantize_model(model);
   save_model(o.out, q);
   if (!o.quiet) {
     const auto before = std::filesystem::file_size(path), after = std::filesystem::file_size(o.out);

@@ -184,7 +184,7 @@ void prepare_outputs(const std::string& out, const std::string& checkpoint, Trai
   check_not_an_input({"--log", opt.log_path}, inputs);
 }
 
-void save_finished(const std::string& out, const Classifier& model, const TrainOptions& opt, const char* metric,
+void save_finished(const std::string& out, const Model& model, const TrainOptions& opt, const char* metric,
                    const char* metric_field, double seconds, Progress& progress) {
   save_model(out, model);
   std::remove(opt.checkpoint_path.c_str());  // the model is the result; the run's state is done with
@@ -195,8 +195,8 @@ void save_finished(const std::string& out, const Classifier& model, const TrainO
   progress.message(line);
 }
 
-Classifier load_init_model(const std::string& path) {
-  Classifier model = load_model(path);
+Model load_init_model(const std::string& path) {
+  Model model = load_model(path);
   if (model.quantization)
     throw Error(path + ": an int8 model (zibert quantize's) cannot be trained further; start --init from the "
                        "float32 model it was quantized from, and quantize the result again");

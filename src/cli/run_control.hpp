@@ -64,12 +64,12 @@ void prepare_outputs(const std::string& out, const std::string& checkpoint, Trai
 
 // Saves the finished model atomically, removes the run's checkpoint, and says
 // what was saved: "saved OUT (best epoch N, METRIC X) in T".
-void save_finished(const std::string& out, const Classifier& model, const TrainOptions& opt, const char* metric,
+void save_finished(const std::string& out, const Model& model, const TrainOptions& opt, const char* metric,
                    const char* metric_field, double seconds, Progress& progress);
 
 // The model --init starts from; an int8 one (zibert quantize's) is refused:
 // its weights are rounded, and training needs the float32 model.
-Classifier load_init_model(const std::string& path);
+Model load_init_model(const std::string& path);
 
 // The run's record for checkpoints: a path made absolute (--resume may run
 // from another directory), "" stays "".

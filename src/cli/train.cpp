@@ -38,7 +38,7 @@ constexpr double kFineTuneLr = 3e-4;
 
 // Phase 1 of train --pretrain-epochs: an encoder pretrained on the training
 // texts (and --pretrain-text), scored on the dev texts, in memory.
-Classifier self_pretrain(const TrainCli& c, const Dataset& train, const Dataset& dev, const TrainOptions& opt,
+Model self_pretrain(const TrainCli& c, const Dataset& train, const Dataset& dev, const TrainOptions& opt,
                          Progress& progress, const TrainHooks& hooks) {
   std::vector<Corpus> texts{texts_of(train)};
   for (const std::string& path : c.pretrain_texts) texts.push_back(read_corpus(path));
@@ -124,7 +124,7 @@ int run_train(const TrainCli& o) {
   for (const std::string& path : c.outliers) inputs.push_back({"--outliers", path});
   for (const std::string& path : c.pretrain_texts) inputs.push_back({"--pretrain-text", path});
   prepare_outputs(c.out, c.checkpoint, opt, inputs);
-  std::optional<Classifier> init;
+  std::optional<Model> init;
   if (!c.init.empty()) init = load_init_model(c.init);
   // Multi-label data: as asked (recorded in a checkpoint's shape), or as the starting classifier is.
   if (init && init->config.task == Task::classify) {
@@ -165,7 +165,7 @@ int run_train(const TrainCli& o) {
   Progress progress(o.quiet || !world.leader());  // over MPI, rank 0 reports
   const TrainHooks hooks = stop_hooks(o.faults);
   auto started = std::chrono::steady_clock::now();
-  std::optional<Classifier> trained;
+  std::optional<Model> trained;
   try {
     if (c.pretrain_epochs > 0) {
       init = self_pretrain(c, train, dev, opt, progress, hooks);
@@ -179,13 +179,13 @@ int run_train(const TrainCli& o) {
                            "command again to start over\n");
     return report_interrupted(stop, "train");
   }
-  trained->calibration.reset();
+  trained->classifier.calibration.reset();
   if (multi_label && !c.no_calibration) {
     progress.message("multi-label: no temperature is fitted (it calibrates a softmax); the sigmoids' probabilities "
                      "are the model's");
   } else if (!c.no_calibration) {
-    trained->calibration = calibrate(*trained, dev);
-    const Calibration& cal = *trained->calibration;
+    trained->classifier.calibration = calibrate(*trained, dev);
+    const Calibration& cal = *trained->classifier.calibration;
     char line[256];
     std::snprintf(line, sizeof line, "calibrated on dev: temperature %.3g; NLL %.4f -> %.4f, ECE %.4f -> %.4f",
                   cal.temperature, cal.before.nll, cal.after.nll, cal.before.ece, cal.after.ece);

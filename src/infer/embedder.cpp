@@ -4,7 +4,7 @@
 
 namespace zibert {
 
-Embedder::Embedder(const Classifier& model, Pool pool)
+Embedder::Embedder(const Model& model, Pool pool)
     : model_(model),
       pool_(pool),
       tables_(embedding_tables(model.net)),

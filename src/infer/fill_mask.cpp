@@ -29,7 +29,7 @@ std::vector<std::int32_t> encode_with_masks(const Tokenizer& tokenizer, const st
   return ids;
 }
 
-std::vector<std::vector<MaskGuess>> fill_mask(const Classifier& encoder, const std::vector<std::int32_t>& ids,
+std::vector<std::vector<MaskGuess>> fill_mask(const Model& encoder, const std::vector<std::int32_t>& ids,
                                               int top_k) {
   if (encoder.config.task != Task::mlm)
     throw Error("fill-mask needs an encoder (a zibert pretrain model); this model is a classifier");

@@ -25,7 +25,7 @@ std::vector<const Linear<float>*> linears(const Bert<float>& net) {
 
 }  // namespace
 
-Int8Net::Int8Net(const Classifier& model, Int8Isa isa) : isa_(isa) {
+Int8Net::Int8Net(const Model& model, Int8Isa isa) : isa_(isa) {
   if (!model.quantization) throw Error("the int8 path needs a quantized model (zibert quantize)");
   const Bert<float>& net = model.net;
   for (const Linear<float>* lin : linears(net)) {

@@ -6,8 +6,8 @@
 
 namespace zibert {
 
-Predictor::Predictor(const Classifier& model, double threshold, bool tables)
-    : model_(model), threshold_(threshold), positive_(model.positive_id()) {
+Predictor::Predictor(const Model& model, double threshold, bool tables)
+    : model_(model), threshold_(threshold), positive_(model.classifier.positive_id()) {
   if (model.config.task != Task::classify)
     throw Error("this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it with "
                 "zibert train --init, or use it with embed or fill-mask");
@@ -23,7 +23,7 @@ std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_
 }
 
 std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std::int32_t>>& texts) {
-  const std::size_t k = model_.labels.size();
+  const std::size_t k = model_.classifier.labels.size();
   const WindowPlan plan = plan_windows(texts, model_.config.max_len);
   if (tables_)
     for (const Window& w : plan.windows) tabulate(model_.net, *tables_, w.ids.data(), w.ids.size());
@@ -38,23 +38,23 @@ std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std
 
 std::int32_t Predictor::decide(const float* probs) const {
   if (binary()) return probs[positive_] >= threshold_ ? positive_ : 1 - positive_;
-  return static_cast<std::int32_t>(std::max_element(probs, probs + model_.labels.size()) - probs);
+  return static_cast<std::int32_t>(std::max_element(probs, probs + model_.classifier.labels.size()) - probs);
 }
 
 std::vector<std::int32_t> Predictor::decide_labels(const float* probs) const {
   std::vector<std::int32_t> out;
-  for (std::size_t c = 0; c < model_.labels.size(); ++c)
+  for (std::size_t c = 0; c < model_.classifier.labels.size(); ++c)
     if (probs[c] >= threshold_) out.push_back(static_cast<std::int32_t>(c));
   if (out.empty()) out.push_back(decide(probs));
   return out;
 }
 
 // The windows' probabilities (windows, K) combined per text as the model
-// says (Classifier::window_combine), and the label decided.
+// says (ClassifierPart::window_combine), and the label decided.
 std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
                                            std::size_t n_texts) const {
-  const std::size_t k = model_.labels.size();
-  const Windows how = model_.window_combine();
+  const std::size_t k = model_.classifier.labels.size();
+  const Windows how = model_.classifier.window_combine();
   std::vector<Prediction> out(n_texts);
   std::vector<float> best(n_texts, -1.0f);
   std::vector<std::int64_t> count(n_texts, 0);
@@ -94,7 +94,7 @@ std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, c
       for (float& v : p.probs) v /= float(count[t]);
     // The text's probabilities tempered (after the windows combine, so the
     // best label stays the same; the threshold reads the calibrated P).
-    if (calibrated()) apply_temperature(p.probs.data(), k, model_.calibration->temperature);
+    if (calibrated()) apply_temperature(p.probs.data(), k, model_.classifier.calibration->temperature);
     p.label = decide(p.probs.data());
     p.prob = p.probs[p.label];
     if (multi_label()) p.labels = decide_labels(p.probs.data());

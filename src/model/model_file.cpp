@@ -21,7 +21,7 @@ constexpr const char* kFloat16 = "float16";
 
 // A float16 model's weights as stored: (params) halves, each exactly the
 // float the network holds.
-std::vector<std::uint16_t> halves_of(const Classifier& model) {
+std::vector<std::uint16_t> halves_of(const Model& model) {
   std::vector<std::uint16_t> out(model.net.params().size());
   for (std::size_t i = 0; i < out.size(); ++i) {
     const float w = model.net.params()[i];
@@ -31,7 +31,7 @@ std::vector<std::uint16_t> halves_of(const Classifier& model) {
   return out;
 }
 
-std::string encode_with(const Classifier& model, const std::vector<TensorRef>& extra) {
+std::string encode_with(const Model& model, const std::vector<TensorRef>& extra) {
   std::map<std::string, std::string> meta;
   meta["format"] = kFormatName;
   meta["format_version"] = std::to_string(kFormatVersion);
@@ -42,13 +42,13 @@ std::string encode_with(const Classifier& model, const std::vector<TensorRef>& e
     for (const auto& [from, to] : model.tokenizer.vocab().variants()) variants[utf8_encode(from)] = utf8_encode(to);
     meta["variants"] = variants.dump();
   }
-  meta["labels"] = nlohmann::json(model.labels).dump();
-  meta["positive_label"] = model.positive;
+  meta["labels"] = nlohmann::json(model.classifier.labels).dump();
+  meta["positive_label"] = model.classifier.positive;
   meta["normalization"] = nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
   meta["training"] = model.training.is_null() ? "{}" : model.training.dump();
-  if (model.windows) meta["windows"] = windows_name(*model.windows);
+  if (model.classifier.windows) meta["windows"] = windows_name(*model.classifier.windows);
   if (model.quantization) meta["quantization"] = quantization_metadata(*model.quantization).dump();
-  if (model.calibration) meta["calibration"] = model.calibration->to_json().dump();
+  if (model.classifier.calibration) meta["calibration"] = model.classifier.calibration->to_json().dump();
   if (model.float16) meta["dtype"] = kFloat16;
   const std::vector<std::uint16_t> halves = model.float16 ? halves_of(model) : std::vector<std::uint16_t>{};
   std::vector<TensorRef> tensors;
@@ -71,11 +71,11 @@ std::string encode_with(const Classifier& model, const std::vector<TensorRef>& e
   return encode_safetensors(meta, tensors);
 }
 
-Classifier decode_with(std::string_view bytes, const std::string& name, std::map<std::string, SafeTensor>* extra);
+Model decode_with(std::string_view bytes, const std::string& name, std::map<std::string, SafeTensor>* extra);
 
 }  // namespace
 
-std::string encode_model(const Classifier& model) { return encode_with(model, {}); }
+std::string encode_model(const Model& model) { return encode_with(model, {}); }
 
 std::string encode_checkpoint(const Checkpoint& c) {
   if (c.model.float16) throw Error("a checkpoint holds float32 weights, not a float16 model's");
@@ -114,14 +114,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   return c;
 }
 
-void save_model(const std::string& path, const Classifier& model) { write_file_atomic(path, encode_model(model)); }
+void save_model(const std::string& path, const Model& model) { write_file_atomic(path, encode_model(model)); }
 
-Classifier load_model(const std::string& path) {
+Model load_model(const std::string& path) {
   MappedFile file(path);
   return decode_model(file.bytes(), path);
 }
 
-Classifier decode_model(std::string_view bytes, const std::string& name) { return decode_with(bytes, name, nullptr); }
+Model decode_model(std::string_view bytes, const std::string& name) { return decode_with(bytes, name, nullptr); }
 
 namespace {
 
@@ -129,13 +129,10 @@ namespace {
 struct Header {
   ModelConfig config;
   Vocab vocab;
-  std::vector<std::string> labels;
-  std::string positive;
+  ClassifierPart classifier;  // labels, positive, windows, calibration
   Normalization norm;
   nlohmann::json training;
-  std::optional<Windows> windows;
   std::optional<std::vector<std::string>> quantized;  // the int8 tensors the metadata names
-  std::optional<Calibration> calibration;
   bool float16 = false;  // metadata "dtype": "float16": every weight F16
 };
 
@@ -171,7 +168,7 @@ class Reader {
     try {
       h.config = config_from_json(parse("config"));
       vocab_tokens = parse("vocab").get<std::vector<std::string>>();
-      h.labels = parse("labels").get<std::vector<std::string>>();
+      h.classifier.labels = parse("labels").get<std::vector<std::string>>();
       h.norm.lowercase = parse("normalization").at("lowercase").get<bool>();
       h.training = parse("training");
     } catch (const nlohmann::json::exception& e) {
@@ -187,8 +184,8 @@ class Reader {
     if (static_cast<std::int64_t>(vocab_tokens.size()) != h.config.vocab_size)
       throw bad("vocab has " + std::to_string(vocab_tokens.size()) + " entries but config.vocab_size is " +
                 std::to_string(h.config.vocab_size));
-    if (static_cast<std::int64_t>(h.labels.size()) != h.config.labels)
-      throw bad("labels has " + std::to_string(h.labels.size()) + " entries but config.labels is " +
+    if (static_cast<std::int64_t>(h.classifier.labels.size()) != h.config.labels)
+      throw bad("labels has " + std::to_string(h.classifier.labels.size()) + " entries but config.labels is " +
                 std::to_string(h.config.labels));
     try {
       h.vocab = Vocab::from_tokens(vocab_tokens);
@@ -203,13 +200,13 @@ class Reader {
         throw bad(std::string("metadata \"variants\": ") + e.what());
       }
     }
-    h.positive = meta("positive_label");
-    if (!h.positive.empty() && std::find(h.labels.begin(), h.labels.end(), h.positive) == h.labels.end())
-      throw bad("positive label \"" + h.positive + "\" is not one of the labels");
-    if (!h.positive.empty() && h.config.multi_label) throw bad("a multi-label model has no positive label");
+    h.classifier.positive = meta("positive_label");
+    if (!h.classifier.positive.empty() && std::find(h.classifier.labels.begin(), h.classifier.labels.end(), h.classifier.positive) == h.classifier.labels.end())
+      throw bad("positive label \"" + h.classifier.positive + "\" is not one of the labels");
+    if (!h.classifier.positive.empty() && h.config.multi_label) throw bad("a multi-label model has no positive label");
     if (auto it = file_.metadata.find("windows"); it != file_.metadata.end()) {
       try {
-        h.windows = windows_from_name(it->second);
+        h.classifier.windows = windows_from_name(it->second);
       } catch (const Error& e) {
         throw bad(std::string("metadata \"windows\": ") + e.what());
       }
@@ -228,7 +225,7 @@ class Reader {
                                           "model is multi-label");
       const nlohmann::json calibration = parse("calibration");
       try {
-        h.calibration = Calibration::from_json(calibration);
+        h.classifier.calibration = Calibration::from_json(calibration);
       } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
         throw bad(std::string("metadata \"calibration\": ") + e.what());
       } catch (const Error& e) {
@@ -366,17 +363,17 @@ class Reader {
   const std::string& name_;
 };
 
-Classifier decode_with(std::string_view bytes, const std::string& name, std::map<std::string, SafeTensor>* extra) {
+Model decode_with(std::string_view bytes, const std::string& name, std::map<std::string, SafeTensor>* extra) {
   const SafeTensors file = decode_safetensors(bytes, name);
   const Reader reader(file, name);
   Header h = reader.header();
   reader.check_shapes(parameter_layout(h.config), h);
   // A loaded model only predicts (training copies it into a fresh network), so
   // it needs no gradient buffer: less memory to allocate and fault in at start-up.
-  Classifier model{h.config,  Tokenizer(std::move(h.vocab), h.norm),           h.labels, h.positive,
-                   h.training, Bert<float>(h.config, /*trainable=*/false), h.windows, std::nullopt, h.calibration};
+  Model model{h.config, Tokenizer(std::move(h.vocab), h.norm), std::move(h.classifier), h.training,
+              Bert<float>(h.config, /*trainable=*/false), std::nullopt};
   try {
-    model.check_windows();
+    model.classifier.check_windows(model.config.multi_label);
   } catch (const Error& e) {
     throw reader.bad(std::string("metadata \"windows\": ") + e.what());
   }

@@ -132,12 +132,12 @@ BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<fl
 // A classifier around the bench's network, so that predicting goes through
 // the Predictor as classify does: a vocabulary of vocab_size − 5 CJK
 // characters (the generated ids name no real ones), labels 0 and 1.
-Classifier bench_classifier(const ModelConfig& config, const Bert<float>& net) {
+Model bench_classifier(const ModelConfig& config, const Bert<float>& net) {
   std::vector<char32_t> chars;
   for (std::int64_t i = kNumSpecial; i < config.vocab_size; ++i) chars.push_back(char32_t(0x4E00 + i));
   std::vector<std::string> labels;
   for (std::int64_t k = 0; k < config.labels; ++k) labels.push_back(std::to_string(k));
-  return Classifier{config, Tokenizer(Vocab(std::move(chars)), Normalization{}), labels, "", {}, net, std::nullopt, std::nullopt, std::nullopt};
+  return Model{config, Tokenizer(Vocab(std::move(chars)), Normalization{}), ClassifierPart{labels, "", std::nullopt, std::nullopt}, {}, net, std::nullopt};
 }
 
 std::string fixed(double v, int decimals) {
@@ -240,7 +240,7 @@ BenchResult run_model_bench(const BenchOptions& o) {
   if (o.train || o.mlm) throw Error("bench -m measures a model's inference only (give --infer-only)");
   BenchResult r;
   r.options = o;
-  const Classifier model = load_model(o.model);
+  const Model model = load_model(o.model);
   if (model.config.task != Task::classify) throw Error(o.model + ": bench -m needs a classifier, not an encoder");
   if (o.int8 && model.quantization)
     throw Error(o.model + ": the model is already int8; --int8 quantizes a float32 one to set next to it");
@@ -287,7 +287,7 @@ BenchResult run_bench(const BenchOptions& o) {
     r.parameters = net.params().size();
     if (o.train) r.train = train_phase(o, r.config, net, d);
     if (o.infer) {
-      const Classifier model = bench_classifier(r.config, net);
+      const Model model = bench_classifier(r.config, net);
       if (o.int8)
         bench_int8_phases(o, model, d, r);
       else

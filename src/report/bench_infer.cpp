@@ -58,15 +58,15 @@ BenchPhase infer_round(Predictor& predictor, const InferWork& w, double seconds)
 
 }  // namespace
 
-BenchPhase bench_infer_phase(const BenchOptions& o, const Classifier& model, const SequenceSet& d) {
+BenchPhase bench_infer_phase(const BenchOptions& o, const Model& model, const SequenceSet& d) {
   Predictor predictor(model);
   const InferWork w = infer_work(model.config, d, predictor.tabulated());
   warm_up(predictor, w);
   return infer_round(predictor, w, o.seconds);
 }
 
-void bench_int8_phases(const BenchOptions& o, const Classifier& model, const SequenceSet& d, BenchResult& r) {
-  const Classifier quantized = quantize_model(model);
+void bench_int8_phases(const BenchOptions& o, const Model& model, const SequenceSet& d, BenchResult& r) {
+  const Model quantized = quantize_model(model);
   Predictor fp32(model), int8(quantized);
   const InferWork w = infer_work(model.config, d, fp32.tabulated());
   warm_up(fp32, w);

@@ -17,13 +17,13 @@ int display_width(const std::string& token) {
   return w;
 }
 
-Explanation explain(const Classifier& model, const std::vector<char32_t>& text) {
+Explanation explain(const Model& model, const std::vector<char32_t>& text) {
   Explanation e;
   e.text = utf8_encode(text);
   Predictor predictor(model);
   e.prediction = predictor.predict({text})[0];
   e.offset = e.prediction.offset;
-  e.target = model.positive_id() >= 0 ? model.positive_id() : e.prediction.label;
+  e.target = model.classifier.positive_id() >= 0 ? model.classifier.positive_id() : e.prediction.label;
 
   const std::int64_t width = model.config.max_len - 2;
   std::vector<std::int32_t> ids = model.tokenizer.ids(text);
@@ -70,36 +70,36 @@ Explanation explain(const Classifier& model, const std::vector<char32_t>& text) 
 namespace {
 
 // "label  p=0.9860", or a multi-label model's "drink p=0.9811, price p=0.9859".
-std::string prediction_summary(const Prediction& p, const Classifier& model) {
+std::string prediction_summary(const Prediction& p, const Model& model) {
   char buf[96];
   if (!model.config.multi_label) {
     std::snprintf(buf, sizeof buf, "  p=%.4f", double(p.prob));
-    return model.labels[p.label] + buf;
+    return model.classifier.labels[p.label] + buf;
   }
   std::string out;
   for (std::int32_t c : p.labels) {
     std::snprintf(buf, sizeof buf, " p=%.4f", double(p.probs[c]));
-    out += (out.empty() ? "" : ", ") + model.labels[c] + buf;
+    out += (out.empty() ? "" : ", ") + model.classifier.labels[c] + buf;
   }
   return out;
 }
 
 }  // namespace
 
-nlohmann::json explanation_json(const Explanation& e, const Classifier& model) {
+nlohmann::json explanation_json(const Explanation& e, const Model& model) {
   nlohmann::json j;
   j["text"] = e.text;
-  j["label"] = model.labels[e.prediction.label];
+  j["label"] = model.classifier.labels[e.prediction.label];
   j["prob"] = e.prediction.prob;
   if (model.config.multi_label) {
     j["labels"] = nlohmann::json::array();
-    for (std::int32_t c : e.prediction.labels) j["labels"].push_back(model.labels[c]);
+    for (std::int32_t c : e.prediction.labels) j["labels"].push_back(model.classifier.labels[c]);
   }
   j["probs"] = nlohmann::json::object();
-  for (std::size_t c = 0; c < model.labels.size(); ++c) j["probs"][model.labels[c]] = e.prediction.probs[c];
+  for (std::size_t c = 0; c < model.classifier.labels.size(); ++c) j["probs"][model.classifier.labels[c]] = e.prediction.probs[c];
   j["window_offset"] = e.offset;
   j["tokens"] = e.tokens;
-  j["occlusion_label"] = model.labels[e.target];
+  j["occlusion_label"] = model.classifier.labels[e.target];
   j["occlusion"] = e.occlusion;
   j["attention"] = nlohmann::json::array();  // [layer][head][query][key]
   for (const auto& layer : e.attention) {
@@ -132,7 +132,7 @@ std::string printable(const std::string& token) { return token == " " ? "␠" : 
 
 }  // namespace
 
-std::string explanation_terminal(const Explanation& e, const Classifier& model, bool colour) {
+std::string explanation_terminal(const Explanation& e, const Model& model, bool colour) {
   char buf[160];
   std::string out = "prediction  " + prediction_summary(e.prediction, model);
   if (e.offset > 0) out += "  (window at character " + std::to_string(e.offset) + ")";
@@ -171,7 +171,7 @@ std::string explanation_terminal(const Explanation& e, const Classifier& model, 
     out += row_line(pad("L" + std::to_string(l + 1) + " mean", 12) + (colour ? " " : ""), mean);
     out += "\n";
   }
-  out += "occlusion: drop in P(" + model.labels[e.target] + ") when the token alone becomes [UNK]\n";
+  out += "occlusion: drop in P(" + model.classifier.labels[e.target] + ") when the token alone becomes [UNK]\n";
   if (!colour) out += header(pad("", 12));
   std::vector<float> occ(e.occlusion.begin(), e.occlusion.end());
   if (colour) {
@@ -194,7 +194,7 @@ std::string explanation_terminal(const Explanation& e, const Classifier& model, 
   return out;
 }
 
-std::string explanation_svg(const Explanation& e, const Classifier& model) {
+std::string explanation_svg(const Explanation& e, const Model& model) {
   const int cell = 18, label_w = 44, gap = 36, top = 70;
   const int t = static_cast<int>(e.tokens.size());
   const int layers = static_cast<int>(e.attention.size()), heads = static_cast<int>(model.config.heads);

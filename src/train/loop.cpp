@@ -15,7 +15,7 @@ float apply_step(Bert<float>& net, AdamW<float>& adam, float loss, double lr) {
   return loss;
 }
 
-Loop::Loop(Classifier& model, Objective& objective, const TrainOptions& opt, Progress& progress,
+Loop::Loop(Model& model, Objective& objective, const TrainOptions& opt, Progress& progress,
            const TrainHooks& hooks)
     : model_(model), objective_(objective), opt_(opt), progress_(progress), hooks_(hooks),
       adam_(opt.adam, model.net.layout()), runner_(opt.threads), best_params_(model.net.params()) {

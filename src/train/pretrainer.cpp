@@ -59,7 +59,7 @@ class MaskedLmObjective : public Objective {
 
   // The mean cross-entropy over every chosen dev token, and how many of them
   // the model ranks first; batches in parallel, summed in batch order.
-  DevScore evaluate(const Classifier& model) override {
+  DevScore evaluate(const Model& model) override {
     const auto n = static_cast<std::ptrdiff_t>(dev_.size());
     std::vector<double> loss(dev_.size()), right(dev_.size()), chosen(dev_.size());
     std::vector<ModelCache<float>> caches(static_cast<std::size_t>(omp_get_max_threads()));
@@ -114,7 +114,7 @@ class MaskedLmObjective : public Objective {
 };
 
 // The encoder training starts from (see pretrain_encoder).
-Classifier prepare_encoder(const std::vector<Corpus>& train, const TrainOptions& opt, const Classifier* base,
+Model prepare_encoder(const std::vector<Corpus>& train, const TrainOptions& opt, const Model* base,
                            const Vocab* vocab_from) {
   Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
   Vocab vocab;
@@ -135,8 +135,7 @@ Classifier prepare_encoder(const std::vector<Corpus>& train, const TrainOptions&
   config.labels = 0;
   config.vocab_size = vocab.size();
   if (config.vocab_size <= kNumSpecial) throw Error("the text has no character to learn from");
-  Classifier model{config,       Tokenizer(std::move(vocab), norm), {}, "", {}, Bert<float>(config), std::nullopt,
-                   std::nullopt, std::nullopt};
+  Model model{config, Tokenizer(std::move(vocab), norm), ClassifierPart{}, {}, Bert<float>(config), std::nullopt};
   model.net.init_weights(opt.seed);
   if (base && base->config.task == Task::mlm)
     model.net.params() = base->net.params();
@@ -182,14 +181,14 @@ nlohmann::json pretraining_record(const std::vector<Corpus>& train, const Corpus
 
 }  // namespace
 
-Classifier pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, const TrainOptions& opt,
-                            Progress& progress, const Classifier* init, const Vocab* vocab, const Checkpoint* resume,
+Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, const TrainOptions& opt,
+                            Progress& progress, const Model* init, const Vocab* vocab, const Checkpoint* resume,
                             const TrainHooks& hooks) {
   if (train.empty()) throw Error("pretraining needs text");
   if (opt.epochs < 1 || opt.batch < 1) throw Error("epochs and batch must be at least 1");
-  const Classifier* base = resume ? &resume->model : init;
+  const Model* base = resume ? &resume->model : init;
   const bool from_init = init != nullptr || (resume && resume->state().value("init", false));
-  Classifier model = prepare_encoder(train, opt, base, vocab);
+  Model model = prepare_encoder(train, opt, base, vocab);
   std::vector<const Corpus*> train_ptrs;
   for (const Corpus& c : train) train_ptrs.push_back(&c);
   std::int64_t lines = 0;

@@ -32,8 +32,8 @@ std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Norm
 }
 
 // Labels sorted, from the training data (or the starting model's).
-std::vector<std::string> training_labels(const Dataset& train, const Classifier* base) {
-  if (base) return base->labels;
+std::vector<std::string> training_labels(const Dataset& train, const Model* base) {
+  if (base) return base->classifier.labels;
   std::set<std::string> seen;
   for (const Example& ex : train.rows)
     if (ex.outlier)
@@ -57,8 +57,8 @@ std::vector<std::string> training_labels(const Dataset& train, const Classifier*
 // encoder as base (zibert pretrain's) gives the vocabulary, the shape and
 // the encoder's weights; the labels come from the data, and the pooler and
 // classifier start fresh.
-Classifier prepare_model(const Dataset& train, const std::vector<std::vector<char32_t>>& texts,
-                         const TrainOptions& opt, const Classifier* base, std::int64_t& added) {
+Model prepare_model(const Dataset& train, const std::vector<std::vector<char32_t>>& texts,
+                         const TrainOptions& opt, const Model* base, std::int64_t& added) {
   const bool from_encoder = base && base->config.task == Task::mlm;
   std::vector<std::string> labels = training_labels(train, from_encoder ? nullptr : base);
   // One sigmoid per label or one softmax: the starting classifier's, else as asked.
@@ -71,7 +71,7 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   if (multi_label && !opt.positive.empty()) throw Error("a multi-label model has no positive label (--positive)");
   std::string positive = multi_label                  ? ""
                          : !opt.positive.empty()      ? opt.positive
-                         : base && !from_encoder      ? base->positive
+                         : base && !from_encoder      ? base->classifier.positive
                                                       : guess_positive(labels);
   if (!positive.empty() && std::find(labels.begin(), labels.end(), positive) == labels.end())
     throw Error("--positive " + positive + " is not one of the labels");
@@ -109,11 +109,11 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
   config.multi_label = multi_label;
   // How long texts' windows combine: as asked, else as the starting model did, else mean.
   const Windows windows = !opt.windows.empty() ? windows_from_name(opt.windows)
-                          : base && base->windows ? *base->windows
+                          : base && base->classifier.windows ? *base->classifier.windows
                                                   : Windows::mean;
-  Classifier model{config,          Tokenizer(std::move(vocab), norm), labels,       positive, {},
-                   Bert<float>(config), windows,                        std::nullopt, std::nullopt};
-  model.check_windows();
+  Model model{config, Tokenizer(std::move(vocab), norm), ClassifierPart{labels, positive, windows, std::nullopt}, {},
+              Bert<float>(config), std::nullopt};
+  model.classifier.check_windows(model.config.multi_label);
   if (from_encoder) {
     model.net.init_weights(opt.seed);
     copy_encoder_weights(base->net, model.net);
@@ -130,29 +130,29 @@ Classifier prepare_model(const Dataset& train, const std::vector<std::vector<cha
 
 // Row i's label id (kNoLabel for an outlier); a label the model does not
 // have is an error naming the row.
-std::int32_t label_of(const Dataset& data, std::size_t i, const Classifier& model) {
+std::int32_t label_of(const Dataset& data, std::size_t i, const Model& model) {
   if (data.rows[i].outlier) return kNoLabel;
-  const std::int32_t label = model.label_id(data.rows[i].label);
+  const std::int32_t label = model.classifier.label_id(data.rows[i].label);
   if (label < 0)
     throw error_at(data.name, data.rows[i].line, "label \"" + data.rows[i].label + "\" is not among the training labels");
   return label;
 }
 
 // Row i's labels as (K) 0/1 (a multi-label row), with label_of's check.
-std::vector<std::uint8_t> targets_of(const Dataset& data, std::size_t i, const Classifier& model) {
+std::vector<std::uint8_t> targets_of(const Dataset& data, std::size_t i, const Model& model) {
   if (data.rows[i].outlier)
     throw Error("--outliers trains a softmax towards the uniform distribution; a multi-label model's sigmoids have "
                 "no such target (a text of no label is an empty label list in its data)");
-  std::vector<std::uint8_t> out(model.labels.size(), 0);
+  std::vector<std::uint8_t> out(model.classifier.labels.size(), 0);
   for (const std::string& name : data.rows[i].labels) {
-    const std::int32_t label = model.label_id(name);
+    const std::int32_t label = model.classifier.label_id(name);
     if (label < 0) throw error_at(data.name, data.rows[i].line, "label \"" + name + "\" is not among the training labels");
     out[static_cast<std::size_t>(label)] = 1;
   }
   return out;
 }
 
-SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
+SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Model& model) {
   SequenceSet out;
   for (std::size_t i = 0; i < data.rows.size(); ++i)
     if (data.multi_label)
@@ -169,7 +169,7 @@ struct DevSet {
   std::vector<std::uint8_t> targets;           // multi-label data: (n, K) 0/1
 };
 
-DevSet encode_dev(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Classifier& model) {
+DevSet encode_dev(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Model& model) {
   DevSet out;
   for (std::size_t i = 0; i < data.rows.size(); ++i) {
     if (data.multi_label) {
@@ -186,7 +186,7 @@ DevSet encode_dev(const Dataset& data, const std::vector<std::vector<char32_t>>&
 // The dev set scored as zibert eval scores it: the Predictor's windows,
 // combined as the model says, and compute_metrics. The loss is the mean of
 // −log P(gold label) of those combined probabilities (floored at 1e-12).
-DevScore evaluate(const Classifier& model, const DevSet& dev) {
+DevScore evaluate(const Model& model, const DevSet& dev) {
   Predictor predictor(model);  // tables of the weights as they are now
   const std::vector<Prediction> preds = predictor.predict_ids(dev.ids);
   std::vector<std::int32_t> predicted;
@@ -197,7 +197,7 @@ DevScore evaluate(const Classifier& model, const DevSet& dev) {
   }
   // Macro-F1: unlike the positive label's F1 it does not reward predicting
   // everything positive, so it is what picks the best epoch.
-  const Metrics m = compute_metrics(model.labels, dev.labels, predicted, {});
+  const Metrics m = compute_metrics(model.classifier.labels, dev.labels, predicted, {});
   return {loss_sum / double(preds.size()), m.accuracy, m.macro_f1};
 }
 
@@ -235,7 +235,7 @@ class LabelledObjective : public Objective {
 class ClassifyObjective : public LabelledObjective {
  public:
   using LabelledObjective::LabelledObjective;
-  DevScore evaluate(const Classifier& model) override { return zibert::evaluate(model, dev()); }
+  DevScore evaluate(const Model& model) override { return zibert::evaluate(model, dev()); }
   void describe(const DevScore& s, nlohmann::json& record) const override {
     record["dev_loss"] = s.loss;
     record["dev_accuracy"] = s.accuracy;
@@ -252,10 +252,10 @@ class ClassifyObjective : public LabelledObjective {
 // Predictor's label sets (P >= 0.5, else the most probable) against the gold
 // ones. loss: the mean over texts of Σ_labels binary cross-entropy (P
 // clamped to [1e-12, 1 − 1e-12]); accuracy: exact match; f1: micro-F1.
-DevScore evaluate_multi_label(const Classifier& model, const DevSet& dev) {
+DevScore evaluate_multi_label(const Model& model, const DevSet& dev) {
   Predictor predictor(model);
   const std::vector<Prediction> preds = predictor.predict_ids(dev.ids);
-  const std::size_t k = model.labels.size();
+  const std::size_t k = model.classifier.labels.size();
   std::vector<std::uint8_t> predicted(preds.size() * k, 0);
   double loss_sum = 0;
   for (std::size_t i = 0; i < preds.size(); ++i) {
@@ -265,14 +265,14 @@ DevScore evaluate_multi_label(const Classifier& model, const DevSet& dev) {
       loss_sum -= std::log(dev.targets[i * k + c] ? p : 1.0 - p);
     }
   }
-  const MultiLabelMetrics m = compute_multi_label_metrics(model.labels, dev.targets, predicted);
+  const MultiLabelMetrics m = compute_multi_label_metrics(model.classifier.labels, dev.targets, predicted);
   return {loss_sum / double(preds.size()), m.exact_match, m.micro_f1};
 }
 
 class MultiLabelObjective : public LabelledObjective {
  public:
   MultiLabelObjective(SequenceSet train, DevSet dev) : LabelledObjective(std::move(train), std::move(dev), 0.0) {}
-  DevScore evaluate(const Classifier& model) override { return evaluate_multi_label(model, dev()); }
+  DevScore evaluate(const Model& model) override { return evaluate_multi_label(model, dev()); }
   void describe(const DevScore& s, nlohmann::json& record) const override {
     record["dev_loss"] = s.loss;
     record["dev_exact_match"] = s.accuracy;
@@ -318,17 +318,17 @@ std::string guess_positive(const std::vector<std::string>& labels) {
   return labels.size() == 2 ? labels[1] : "";
 }
 
-Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& opt, Progress& progress,
-                            const Classifier* init, const Checkpoint* resume, const TrainHooks& hooks) {
+Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& opt, Progress& progress,
+                            const Model* init, const Checkpoint* resume, const TrainHooks& hooks) {
   if (dev.rows.empty()) throw Error(dev.name + ": no dev examples to evaluate on");
   if (opt.epochs < 1 || opt.batch < 1) throw Error("epochs and batch must be at least 1");
   // A resumed run continues the checkpoint's model: its vocabulary, labels and weights.
-  const Classifier* base = resume ? &resume->model : init;
+  const Model* base = resume ? &resume->model : init;
   const bool from_init = init != nullptr || (resume && resume->state().value("init", false));
   const Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
   const auto train_texts = normalize_all(train, norm), dev_texts = normalize_all(dev, norm);
   std::int64_t added = 0;
-  Classifier model = prepare_model(train, train_texts, opt, base, added);
+  Model model = prepare_model(train, train_texts, opt, base, added);
   SequenceSet tr = encode_all(train, train_texts, model);
   DevSet dv = encode_dev(dev, dev_texts, model);
   const std::size_t outliers = static_cast<std::size_t>(std::count(tr.labels.begin(), tr.labels.end(), kNoLabel));

@@ -12,7 +12,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);
   try {
-    zibert::Classifier model = zibert::decode_model(bytes, "fuzz");
+    zibert::Model model = zibert::decode_model(bytes, "fuzz");
     // A model the reader accepts must also run.
     std::vector<std::int32_t> ids = model.tokenizer.encode("佛跳墙仏");  // 仏: [UNK], or a variant
     if (static_cast<std::int64_t>(ids.size()) + 2 <= model.config.max_len) {

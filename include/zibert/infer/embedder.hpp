@@ -9,7 +9,7 @@
 #include "zibert/infer/embedding_tables.hpp"
 #include "zibert/infer/fast_forward.hpp"
 #include "zibert/infer/int8_net.hpp"
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 
 namespace zibert {
 
@@ -22,7 +22,7 @@ enum class Pool { mean, cls };
 class Embedder {
  public:
   // A quantized model embeds by its int8 twins (Int8Net).
-  Embedder(const Classifier& model, Pool pool);
+  Embedder(const Model& model, Pool pool);
   // texts: ids without [CLS]/[SEP] (Tokenizer::encode). A text longer than
   // the window gets its windows' vectors averaged, each weighted by its rows
   // (mean) or equally (cls). Returns (texts, C), row-major.
@@ -30,7 +30,7 @@ class Embedder {
   Index dim() const { return model_.config.dim; }
 
  private:
-  const Classifier& model_;
+  const Model& model_;
   Pool pool_;
   std::unique_ptr<EmbeddingTables<float>> tables_;
   std::unique_ptr<Int8Net> int8_;  // a quantized model's products

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 
 namespace zibert {
 
@@ -21,7 +21,7 @@ std::vector<std::int32_t> encode_with_masks(const Tokenizer& tokenizer, const st
 // For each [MASK] of ids (without [CLS]/[SEP]; at most max_len − 2 of them),
 // the top_k tokens by probability, most likely first. Specials are never
 // guessed. The encoder must be zibert pretrain's (task mlm).
-std::vector<std::vector<MaskGuess>> fill_mask(const Classifier& encoder, const std::vector<std::int32_t>& ids,
+std::vector<std::vector<MaskGuess>> fill_mask(const Model& encoder, const std::vector<std::int32_t>& ids,
                                               int top_k);
 
 }  // namespace zibert

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "zibert/infer/fast_forward.hpp"
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 #include "zibert/nn/qgemm.hpp"
 
 namespace zibert {
@@ -18,7 +18,7 @@ namespace zibert {
 class Int8Net final : public LinearProducts<float> {
  public:
   // Throws unless model.quantization holds every Linear's weight.
-  explicit Int8Net(const Classifier& model, Int8Isa isa = int8_isa());
+  explicit Int8Net(const Model& model, Int8Isa isa = int8_isa());
   // y = x Wᵀ + b by lin's int8 twin (Error when lin is not one of the model's).
   void apply(const Linear<float>& lin, const CRef<float>& x, Ref<float> y) const override;
   Int8Isa isa() const { return isa_; }

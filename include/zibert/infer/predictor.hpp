@@ -1,6 +1,6 @@
 // Inference on texts of any length: each text is cut into overlapping windows
 // of the model's width, and the windows' predictions combine as the model
-// says (Classifier::window_combine: max of P(positive), mean, or the first).
+// says (ClassifierPart::window_combine: max of P(positive), mean, or the first).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -9,7 +9,7 @@
 #include "zibert/infer/fast_forward.hpp"
 #include "zibert/infer/int8_net.hpp"
 #include "zibert/infer/window_plan.hpp"
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 
 namespace zibert {
 
@@ -32,17 +32,17 @@ class Predictor {
   // rounding; either way a text's prediction does not depend on the others.
   // A quantized model (model.quantization) predicts by its int8 twins
   // (Int8Net) on the fastest path this CPU has.
-  explicit Predictor(const Classifier& model, double threshold = 0.5, bool tables = true);
+  explicit Predictor(const Model& model, double threshold = 0.5, bool tables = true);
   // texts are normalised characters (see normalize()).
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
   // The same for texts already mapped to ids (Tokenizer::encode), without [CLS]/[SEP].
   std::vector<Prediction> predict_ids(const std::vector<std::vector<std::int32_t>>& texts);
-  bool binary() const { return model_.binary(); }
-  // A calibrated model's probabilities are tempered (model.calibration),
+  bool binary() const { return model_.classifier.binary(); }
+  // A calibrated model's probabilities are tempered (model.classifier.calibration),
   // each text's after its windows combine, unless this is set: then they are
   // the network's own. Tempering keeps the most probable label.
   void set_raw_probs(bool raw) { raw_ = raw; }
-  bool calibrated() const { return model_.calibration && !raw_; }
+  bool calibrated() const { return model_.classifier.calibration && !raw_; }
   // The label of a text's (combined) probabilities, K of them: a binary
   // model's positive when P(positive) >= the threshold, else the most probable.
   std::int32_t decide(const float* probs) const;
@@ -60,7 +60,7 @@ class Predictor {
   std::vector<Prediction> combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
                                   std::size_t n_texts) const;
 
-  const Classifier& model_;
+  const Model& model_;
   double threshold_;
   std::int32_t positive_;
   bool raw_ = false;

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 
 namespace zibert {
 
@@ -13,20 +13,20 @@ inline constexpr const char* kFormatName = "zibert";
 inline constexpr int kFormatVersion = 1;
 
 // The bytes of the model file (deterministic for the same weights and metadata).
-std::string encode_model(const Classifier& model);
+std::string encode_model(const Model& model);
 // Writes atomically: the old file stays intact if anything fails.
-void save_model(const std::string& path, const Classifier& model);
+void save_model(const std::string& path, const Model& model);
 // Validates everything: metadata, config, vocab, every tensor's name and shape,
 // finite weights. Throws Error naming the file.
-Classifier load_model(const std::string& path);
-Classifier decode_model(std::string_view bytes, const std::string& name);
+Model load_model(const std::string& path);
+Model decode_model(std::string_view bytes, const std::string& name);
 
 // Training state for train --resume: a model file of the current weights whose
 // training metadata holds {"checkpoint": state}, plus flat F32 tensors
 // zibert.adam.m, zibert.adam.v (AdamW's moments) and zibert.best (the best
 // epoch's weights so far). Written atomically like a model.
 struct Checkpoint {
-  Classifier model;
+  Model model;
   std::vector<float> adam_m, adam_v, best;
   const nlohmann::json& state() const { return model.training.at("checkpoint"); }
 };

@@ -1,7 +1,7 @@
 // A quantized model's matrices (zibert quantize): the word and position
 // embeddings and every Linear's weight as int8, symmetric, one float32 scale
 // per row (w ≈ q · scale). Biases and LayerNorms stay float32. The network
-// of a quantized Classifier holds the dequantized values (q · scale, in
+// of a quantized Model holds the dequantized values (q · scale, in
 // float), which is what the float parts read (the embeddings, the first
 // layer's tables, a folded last layer, explain's training pass); the int8
 // inference path (infer/int8_net.hpp) multiplies by the ints themselves.

@@ -11,7 +11,7 @@
 
 #include "zibert/model/batch.hpp"
 #include "zibert/model/bert.hpp"
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 
 namespace zibert {
 
@@ -95,11 +95,11 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 // Inference as classify runs it: the Predictor over every text of d (by the
 // model's int8 products when it is quantized), in whole passes (at least one,
 // then until options.seconds have passed), after a short untimed one.
-BenchPhase bench_infer_phase(const BenchOptions& options, const Classifier& model, const SequenceSet& d);
+BenchPhase bench_infer_phase(const BenchOptions& options, const Model& model, const SequenceSet& d);
 // bench --int8: the model and its quantized twin in kInt8Rounds alternating
 // rounds (this machine is shared and noisy); result.infer and
 // result.infer_int8 get each one's median round, result.int8_isa the path.
-void bench_int8_phases(const BenchOptions& options, const Classifier& model, const SequenceSet& d,
+void bench_int8_phases(const BenchOptions& options, const Model& model, const SequenceSet& d,
                        BenchResult& result);
 // The masked-LM phase of run_bench (bench --mlm) on the texts of d, packed.
 BenchPhase bench_mlm_phase(const BenchOptions& options, const ModelConfig& config, Bert<float>& encoder,

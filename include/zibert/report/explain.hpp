@@ -21,15 +21,15 @@ struct Explanation {
   std::vector<float> occlusion;     // per token: P(target) − P(target with this token as [UNK]); 0 for specials
 };
 
-Explanation explain(const Classifier& model, const std::vector<char32_t>& text);
+Explanation explain(const Model& model, const std::vector<char32_t>& text);
 
-nlohmann::json explanation_json(const Explanation& e, const Classifier& model);
+nlohmann::json explanation_json(const Explanation& e, const Model& model);
 // The [CLS] row of every layer, per head and averaged, then occlusion. With
 // colour: characters shaded by weight (24-bit ANSI); without: aligned numbers.
-std::string explanation_terminal(const Explanation& e, const Classifier& model, bool colour);
+std::string explanation_terminal(const Explanation& e, const Model& model, bool colour);
 // One heatmap per layer × head (queries × keys), the [CLS] row outlined, a
 // colour bar and a title with the text and the prediction.
-std::string explanation_svg(const Explanation& e, const Classifier& model);
+std::string explanation_svg(const Explanation& e, const Model& model);
 
 // Display width of a UTF-8 token in a terminal (CJK characters are 2 wide).
 int display_width(const std::string& token);

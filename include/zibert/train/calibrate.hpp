@@ -4,7 +4,7 @@
 #pragma once
 #include <optional>
 
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 #include "zibert/text/dataset.hpp"
 
 namespace zibert {
@@ -13,7 +13,7 @@ namespace zibert {
 // applied), a temperature fitted to them, and the NLL, ECE and Brier score
 // before and after. Throws Error when data is empty or has a label the model
 // does not know.
-Calibration calibrate(const Classifier& model, const Dataset& data);
+Calibration calibrate(const Model& model, const Dataset& data);
 
 // The model's raw probabilities (n, K) on data's texts, its temperature not
 // applied, and the gold label ids (same checks as calibrate).
@@ -21,7 +21,7 @@ struct ScoredData {
   std::vector<float> probs;
   std::vector<std::int32_t> gold;
 };
-ScoredData score_dataset(const Classifier& model, const Dataset& data);
+ScoredData score_dataset(const Model& model, const Dataset& data);
 
 // How well raw probabilities (n, K) are calibrated, and, when the model has a
 // temperature, the same probabilities tempered by it (what it predicts).
@@ -29,7 +29,7 @@ struct CalibrationReport {
   CalibrationStats raw;
   std::optional<CalibrationStats> calibrated;
 };
-CalibrationReport calibration_report(const Classifier& model, const std::vector<float>& raw_probs,
+CalibrationReport calibration_report(const Model& model, const std::vector<float>& raw_probs,
                                      const std::vector<std::int32_t>& gold);
 
 }  // namespace zibert

@@ -28,7 +28,7 @@ class Objective {
   // step is the 0-based step number. Returns the mean loss.
   virtual float gradient(Bert<float>& net, DataParallel<float>& runner, const std::vector<std::size_t>& members,
                          std::int64_t step, const DropoutRng& rng) = 0;
-  virtual DevScore evaluate(const Classifier& model) = 0;
+  virtual DevScore evaluate(const Model& model) = 0;
   // Whether now beats the best so far.
   virtual bool better(const DevScore& now, const DevScore& best) const = 0;
   // The dev score's fields in the history and the log, and its progress line.
@@ -42,7 +42,7 @@ float apply_step(Bert<float>& net, AdamW<float>& adam, float loss, double lr);
 
 class Loop {
  public:
-  Loop(Classifier& model, Objective& objective, const TrainOptions& opt, Progress& progress, const TrainHooks& hooks);
+  Loop(Model& model, Objective& objective, const TrainOptions& opt, Progress& progress, const TrainHooks& hooks);
   // Continues a checkpoint's run where it stopped.
   void restore(const Checkpoint& resume);
   // All epochs (from where a restored state stands); leaves the best epoch's weights in the model.
@@ -61,7 +61,7 @@ class Loop {
   void score_epoch(std::int64_t epoch);
   void save();
 
-  Classifier& model_;
+  Model& model_;
   Objective& objective_;
   const TrainOptions& opt_;
   Progress& progress_;

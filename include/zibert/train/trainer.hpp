@@ -21,8 +21,8 @@ namespace zibert {
 // starting weights, vocabulary and labels. resume (optional) continues a
 // checkpoint's run exactly: the same options and data give the same model as
 // an uninterrupted run.
-Classifier train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& options,
-                            Progress& progress, const Classifier* init = nullptr, const Checkpoint* resume = nullptr,
+Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& options,
+                            Progress& progress, const Model* init = nullptr, const Checkpoint* resume = nullptr,
                             const TrainHooks& hooks = {});
 
 // One optimisation step on a labelled batch: forward with dropout, backward,

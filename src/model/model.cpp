@@ -1,4 +1,4 @@
-#include "zibert/model/classifier.hpp"
+#include "zibert/model/model.hpp"
 
 #include <cmath>
 
@@ -8,7 +8,7 @@
 
 namespace zibert {
 
-std::int32_t Classifier::label_id(const std::string& name) const {
+std::int32_t ClassifierPart::label_id(const std::string& name) const {
   for (std::size_t i = 0; i < labels.size(); ++i)
     if (labels[i] == name) return static_cast<std::int32_t>(i);
   return -1;
@@ -26,32 +26,32 @@ Windows windows_from_name(const std::string& name) {
   throw Error("windows must be max, mean or first, not \"" + name + "\"");
 }
 
-Windows Classifier::window_combine() const {
+Windows ClassifierPart::window_combine() const {
   if (windows) return *windows;
   return binary() ? Windows::max : Windows::mean;
 }
 
-void Classifier::check_windows() const {
-  if (windows == Windows::max && !binary() && !config.multi_label)
+void ClassifierPart::check_windows(bool multi_label) const {
+  if (windows == Windows::max && !binary() && !multi_label)
     throw Error("windows max needs a binary model with a positive label (train --positive) or a multi-label one");
 }
 
-Classifier quantize_model(const Classifier& model) {
+Model quantize_model(const Model& model) {
   if (model.quantization) throw Error("the model is already quantized (int8)");
   const ModelConfig& c = model.config;
   if (std::max(c.dim, c.ffn) > kInt8MaxDepth)
     throw Error("a model of dim " + std::to_string(c.dim) + " and ffn " + std::to_string(c.ffn) +
                 " is too wide for int8 products (at most " + std::to_string(kInt8MaxDepth) + ")");
-  Classifier out = model;
+  Model out = model;
   out.quantization = quantize_net(out.net);
   out.float16 = false;
   return out;
 }
 
-Classifier float16_model(const Classifier& model) {
+Model float16_model(const Model& model) {
   if (model.quantization) throw Error("the model is int8 (zibert quantize's); store the float32 model it came from as float16");
   if (model.float16) throw Error("the model is float16 already");
-  Classifier out = model;
+  Model out = model;
   for (const TensorInfo& t : out.net.layout()) {
     float* w = out.net.params().data() + t.offset;
     for (std::size_t i = 0; i < t.size; ++i) {
