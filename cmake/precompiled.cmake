@@ -5,7 +5,7 @@
 # each in a header of its own (their compile flags differ from the libraries').
 # Nothing a file includes changes: a precompiled header only holds what the
 # file would have parsed anyway. The inliner's order can move (GCC 12's string
-# warnings moved with it), so results were compared: scripts/check-identical
+# warnings moved with it), so results were compared: bench/check-identical
 # found them all identical.
 set(ZIBERT_PRECOMPILED <algorithm> <cmath> <cstdint> <cstdio> <functional> <map> <memory>
                        <optional> <string> <vector> <Eigen/Dense> <nlohmann/json.hpp>)

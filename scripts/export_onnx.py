@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Export a zibert classifier to ONNX through PyTorch (torch.onnx.export), so
 that other runtimes (ONNX Runtime, ...) can run zibert models.
 
@@ -15,7 +15,7 @@ MatMulInteger (int8 weights, symmetric, one scale per output column) + Cast
 The export is checked: the PyTorch model's probabilities against `zibert
 classify --format jsonl` on check texts (4 printed decimals), the graph with
 onnx.checker, and, when ONNX Runtime is installed in build/onnxruntime
-(scripts/bench-vs-onnxruntime installs it), the exported graph's own
+(bench/bench-vs-onnxruntime installs it), the exported graph's own
 probabilities on the same texts (float32: the same bound; --int8: reported).
 
 usage: scripts/export-onnx MODEL OUT.onnx [--int8] [--check TEXTS] [--zibert BIN]
@@ -64,7 +64,7 @@ def read_zibert(path):
 
 def torch_model(meta, tensors):
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
     from torch_bench import Bert  # the same post-LN BERT zibert is, as PyTorch writes it
     c = json.loads(meta["config"])
     if c.get("task", "classify") != "classify":
@@ -187,7 +187,7 @@ ORT_MODULE = os.path.join(ROOT, "build", "onnxruntime", "node_modules", "onnxrun
 
 
 def ort_probs(onnx_path, seqs):
-    """The graph's probabilities by ONNX Runtime (scripts/ort_bench.js), one text per run; None without it."""
+    """The graph's probabilities by ONNX Runtime (bench/ort_bench.js), one text per run; None without it."""
     import shutil
     import tempfile
     if not os.path.isdir(ORT_MODULE) or not shutil.which("node"):
@@ -195,7 +195,7 @@ def ort_probs(onnx_path, seqs):
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump([dict(rows=1, seq=len(s), ids=s) for s in seqs], f)
     try:
-        out = subprocess.run(["node", os.path.join(ROOT, "scripts", "ort_bench.js"), onnx_path, f.name, "probs"],
+        out = subprocess.run(["node", os.path.join(ROOT, "bench", "ort_bench.js"), onnx_path, f.name, "probs"],
                              check=True, capture_output=True, text=True, env=dict(os.environ, ORT_NODE_MODULE=ORT_MODULE))
         return json.loads(out.stdout)
     finally:
@@ -241,7 +241,7 @@ def main():
     seqs = [tokenize(meta, t, c["max_len"]) for t in texts]
     run = ort_probs(tmp, seqs)
     if run is None:
-        note += "; ONNX Runtime not installed (scripts/bench-vs-onnxruntime installs it): the graph was not run"
+        note += "; ONNX Runtime not installed (bench/bench-vs-onnxruntime installs it): the graph was not run"
     else:
         ort_worst = max(abs(r[i] - w[labels[i]]) for r, w in zip(run, want) for i in range(len(labels)))
         if not args.int8 and ort_worst > 1.5e-4:

@@ -116,9 +116,9 @@ TEST_CASE("a model file keeps its calibration and refuses a bad one", "[calibrat
 TEST_CASE("train fits a temperature, which classify, eval and info use and --raw-probs bypasses",
           "[calibration][cli]") {
   const std::string dir = temp_dir();
-  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/train.tsv 600 5 --pool 30 "
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + dir + "/train.tsv 600 5 --pool 30 "
                     "--min-len 3 --max-len 12").status == 0);
-  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/dev.tsv 300 6 --pool 30 "
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + dir + "/dev.tsv 300 6 --pool 30 "
                     "--min-len 3 --max-len 12").status == 0);
   const std::string common = "--epochs 6 --lr 3e-3 --dim 16 --heads 2 --ffn 32 --max-len 16 --threads 2";
   RunResult r = run_zibert("train --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv --out " + dir +
@@ -212,7 +212,7 @@ TEST_CASE("train fits a temperature, which classify, eval and info use and --raw
 TEST_CASE("train --label-smoothing bounds the training targets and is recorded, and 0 trains what it always did",
           "[calibration][cli]") {
   const std::string dir = temp_dir();
-  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/train.tsv 300 5 --pool 30 "
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + dir + "/train.tsv 300 5 --pool 30 "
                     "--min-len 3 --max-len 12").status == 0);
   const std::string common = " --data " + dir + "/train.tsv -q --epochs 3 --dim 16 --heads 2 --ffn 32 --max-len 16 "
                              "--threads 1 --no-calibration --out " + dir;

@@ -21,7 +21,7 @@ const std::string& tiny_model_path() {
 }
 
 std::string toy_corpus(const std::string& path, int count, int seed) {
-  return "python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + path + " " + std::to_string(count) + " " +
+  return "python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + path + " " + std::to_string(count) + " " +
          std::to_string(seed) + " --pool 100 --min-len 5 --max-len 20";
 }
 
@@ -225,9 +225,9 @@ TEST_CASE("the dev accuracy a model records is what eval says on the same file, 
   // of 14: the phrase is often past the first window, where scoring texts
   // cut to the window (as zibert did before) got a different accuracy from
   // eval's (0.49 against 0.535 with these files and flags).
-  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/train.tsv 600 5 --pool 30 "
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + dir + "/train.tsv 600 5 --pool 30 "
                     "--min-len 3 --max-len 12").status == 0);
-  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/dev.tsv 200 6 --pool 30 "
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + dir + "/dev.tsv 200 6 --pool 30 "
                     "--min-len 20 --max-len 40").status == 0);
   auto windows = GENERATE(as<std::string>{}, "mean", "max", "first");
   RunResult r = run_zibert("train --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv --out " + dir +

@@ -17,7 +17,7 @@ const std::string kZ = std::string(ZIBERT_BIN);
 
 std::string corpus(const std::string& dir) {
   const std::string path = dir + "/train.tsv";
-  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + path + " 400 5 --pool 30 "
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + path + " 400 5 --pool 30 "
                     "--min-len 3 --max-len 20").status == 0);
   return path;
 }

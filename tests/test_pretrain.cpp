@@ -16,7 +16,7 @@ namespace {
 // Raw text: the toy corpus's texts, one per line, with blank lines among them.
 std::string text_dir() {
   const std::string dir = temp_dir();
-  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/toy.tsv 400 3").status == 0);
+  REQUIRE(run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + dir + "/toy.tsv 400 3").status == 0);
   REQUIRE(run_shell("tail -n +2 " + dir + "/toy.tsv | cut -f2 | awk 'NR % 50 == 0 {print \"\"} {print}' > " + dir +
                     "/text.txt").status == 0);
   REQUIRE(run_shell("tail -n +2 " + dir + "/toy.tsv | cut -f1,2 > " + dir + "/train.tsv").status == 0);

@@ -16,7 +16,7 @@ namespace {
 // that train on it in well under a second: 17 steps per epoch.
 std::string toy_dir() {
   std::string dir = temp_dir();
-  RunResult r = run_shell("python3 " ZIBERT_SOURCE_DIR "/scripts/toy_corpus.py " + dir + "/train.tsv 600 1");
+  RunResult r = run_shell("python3 " ZIBERT_SOURCE_DIR "/tests/fixtures/toy_corpus.py " + dir + "/train.tsv 600 1");
   REQUIRE(r.status == 0);
   return dir;
 }

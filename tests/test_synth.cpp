@@ -173,7 +173,7 @@ TEST_CASE("zibert synth writes train dev and test TSV with a category column", "
 
 TEST_CASE("the hand-written detector checks: 20 mentions and 20 hard near-misses per phrase", "[synth][detect]") {
   // tests/data/detect/*.tsv: sentences written for this project (not copied),
-  // which scripts/detect-train --check and scripts/bench-detect score.
+  // which scripts/detect-train --check and bench/bench-detect score.
   const std::pair<const char*, std::vector<std::string>> sets[] = {
       {"xiaolongbao", {"小笼包", "小籠包"}},
       {"mapo_doufu", {"麻婆豆腐"}},

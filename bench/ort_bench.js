@@ -1,4 +1,4 @@
-// ONNX Runtime's side of scripts/bench-vs-onnxruntime and of export-onnx's
+// ONNX Runtime's side of bench/bench-vs-onnxruntime and of export-onnx's
 // check: runs an ONNX model (scripts/export-onnx's: ids (B, T) int64 ->
 // probs (B, K)) on batches given as JSON, with ONNX Runtime's CPU build
 // (npm onnxruntime-node).

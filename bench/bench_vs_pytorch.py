@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """zibert against PyTorch: the same post-LN BERT, the same generated TSV, the
 same batch, optimiser and number of threads, one after the other in one run.
 Each side runs --rounds times per shape, alternating, and its median is kept.
@@ -12,7 +12,7 @@ bench --int8 (the network quantized as zibert quantize does) against
 torch.quantization.quantize_dynamic on the Linear layers, on the faster of
 the quantized engines Debian's PyTorch offers (onednn, qnnpack).
 
-usage: scripts/bench-vs-pytorch [--threads 2] [--batch 32 (64 with --mlm)] [--seconds 5] [--mlm | --int8]
+usage: bench/bench-vs-pytorch [--threads 2] [--batch 32 (64 with --mlm)] [--seconds 5] [--mlm | --int8]
                                 [--rounds 3] [--texts 4096] [--shape NAME] [--json] [--zibert BIN]
 """
 import argparse
@@ -60,7 +60,7 @@ def run_torch(args, data, shape):
     # they are lifted for PyTorch's command alone.
     for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(name, None)
-    cmd = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "torch_bench.py"), "--data", data, "--threads",
+    cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_bench.py"), "--data", data, "--threads",
            str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(shape) + \
         (["--mlm"] if args.mlm else []) + (["--int8"] if args.int8 else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)

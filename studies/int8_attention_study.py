@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What int8 attention products would cost in accuracy ("attention
 products may stay float32 if int8 there costs accuracy; measure and say").
 
@@ -16,7 +16,7 @@ dequantized values):
            operands would be.
 
 It reports accuracy and agreement with the float32 model on labelled data.
-usage: scripts/int8_attention_study.py FLOAT.safetensors INT8.safetensors DATA.tsv [...more pairs and data]
+usage: /usr/bin/python3 studies/int8_attention_study.py FLOAT.safetensors INT8.safetensors DATA.tsv [...more pairs and data]
 """
 import math
 import os

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """zibert against ONNX Runtime (CPU, npm onnxruntime-node) on the same model,
 texts and length-bucketed batches, float32 and int8, at 1 and 2 threads.
 
@@ -13,7 +13,7 @@ MODEL --infer-only --data` (its Predictor over the same texts). Each of the
 four runs --rounds times per thread count, alternating; medians are kept.
 Before timing, ONNX Runtime's probabilities are checked against zibert's.
 
-usage: scripts/bench-vs-onnxruntime [--seconds 5] [--rounds 3] [--texts 4096] [--threads 1,2]
+usage: bench/bench-vs-onnxruntime [--seconds 5] [--rounds 3] [--texts 4096] [--threads 1,2]
                                     [--shape NAME] [--json]
 """
 import argparse
@@ -54,7 +54,7 @@ def batches_of(meta, texts):
 
 def ort(model, batches_path, mode, threads=1, seconds=5):
     env = dict(os.environ, ORT_NODE_MODULE=os.path.join(ORT_DIR, "node_modules", "onnxruntime-node"))
-    out = subprocess.run(["node", os.path.join(ROOT, "scripts", "ort_bench.js"), model, batches_path, mode,
+    out = subprocess.run(["node", os.path.join(ROOT, "bench", "ort_bench.js"), model, batches_path, mode,
                           str(threads), str(seconds)], check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
 

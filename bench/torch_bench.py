@@ -1,5 +1,5 @@
-#!/usr/bin/python3
-"""The PyTorch side of scripts/bench-vs-pytorch: the model zibert trains
+#!/usr/bin/env python3
+"""The PyTorch side of bench/bench-vs-pytorch: the model zibert trains
 (DESIGN §3: post-LN BERT, exact-erf GELU, LayerNorm eps 1e-12, tanh pooler on
 [CLS], dropout 0.1) written as a PyTorch user would, trained with AdamW (decay
 on matrices only), linear warmup/decay and gradient clipping, on the same
@@ -18,7 +18,7 @@ model through torch.quantization.quantize_dynamic (every Linear int8,
 activations quantized per batch at run time) on each quantized engine this
 build offers (Debian's: onednn and qnnpack); the faster engine is reported.
 
-usage: scripts/torch_bench.py --data F.tsv --threads N --batch B --seconds S
+usage: bench/torch_bench.py --data F.tsv --threads N --batch B --seconds S
                               --layers L --heads H --dim C --ffn F --max-len T [--mlm | --int8]
 """
 import argparse
