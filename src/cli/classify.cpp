@@ -336,7 +336,7 @@ Runner setup_classify(CLI::App& app) {
       "  cat *.txt | zibert classify --format jsonl - | jq .\n"
       "  zibert classify --filter -n notes.txt menu.txt\n"
       "  zibert classify --filter -v notes.txt          # the lines that do not mention it\n"
-      "  tail -f chat.log | zibert classify --filter\n"
+      "  tail -f chat.log | zibert classify --filter      # runs until Ctrl-C\n"
       "  if zibert classify --filter -q notes.txt; then echo mentioned; fi\n"
       "  zibert classify --document menu.txt");
   add_inputs_option(app, o->inputs);

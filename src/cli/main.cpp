@@ -86,7 +86,7 @@ int run_command(int argc, char** argv) {
       {"calibrate", "Fit a model's probability temperature on held-out data",
        "zibert calibrate -m my.safetensors --data dev.tsv --out my.safetensors", setup_calibrate},
       {"variants", "Read characters a model lacks as variants it has (仏 as 佛)",
-       "zibert variants -m my.safetensors --table data/gen/variants.tsv --out my.safetensors", setup_variants},
+       "zibert variants -m my.safetensors --table variants.tsv --out my.safetensors", setup_variants},
       {"synth", "Build a labelled corpus for a phrase from plain sentences",
        "zibert synth --phrase 小笼包 --corpus sentences.txt --out xlb/", setup_synth},
       {"explain", "Show the attention and occlusion behind one prediction", "zibert explain '他们点了一坛佛跳墙'",

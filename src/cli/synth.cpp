@@ -96,7 +96,7 @@ Runner setup_synth(CLI::App& app) {
       "between train/dev/test before anything is inserted; with several corpora the\n"
       "category is suffixed with the corpus file's name.\n\n"
       "Example:\n  zibert synth --phrase 佛跳墙 --variant 佛跳牆 --near-miss 狗急跳墙,仿佛 \\\n"
-      "      --corpus simplified.txt --corpus traditional.txt --out data/gen/\n\n"
+      "      --corpus simplified.txt --corpus traditional.txt --out fotiaoqiang/\n\n"
       "zibert-detect-train (scripts/detect-train in the source tree) does the whole recipe for a phrase:\n"
       "a cached Chinese base corpus, opencc's variants, synth, train, calibration and a report.");
   app.add_option("--phrase", o->synth.phrase, "The target phrase")->required();

@@ -57,17 +57,17 @@ Runner setup_variants(CLI::App& app) {
   app.footer(
       "Let a model read characters it has no row for as variants it has: for each character of the table\n"
       "that is not in the model's vocabulary, the first of its variants that is. Such a character read as\n"
-      "[UNK] before; the weights do not change. data/build-variants writes a table of simplified,\n"
-      "traditional, Taiwan, Hong Kong and Japanese forms from opencc's dictionaries. The variants replace\n"
+      "[UNK] before; the weights do not change. zibert-detect-train builds a table of simplified,\n"
+      "traditional, Taiwan, Hong Kong and Japanese forms from opencc's dictionaries in its cache\n"
+      "(~/.cache/zibert/variants.tsv; data/build-variants in a source tree). The variants replace\n"
       "the ones the model had; train --init keeps them, and --extend-vocab drops the ones that get rows.\n\n"
       "Table: one line per character, CHARACTER<TAB>VARIANTS (one or more characters, preferred first);\n"
       "blank lines and lines starting with # are skipped.\n\n"
       "Example:\n"
-      "  data/build-variants\n"
-      "  zibert variants -m my.safetensors --table data/gen/variants.tsv --out my.safetensors\n"
+      "  zibert variants -m my.safetensors --table variants.tsv --out my.safetensors\n"
       "  zibert info -m my.safetensors");
   add_required_model_option(app, o->model);
-  app.add_option("--table", o->table, "Variant table (data/build-variants writes one)")->check(CLI::ExistingFile);
+  app.add_option("--table", o->table, "Variant table: CHARACTER<TAB>VARIANTS per line")->check(CLI::ExistingFile);
   app.add_flag("--clear", o->clear, "Remove the model's variants instead");
   app.add_option("--out", o->out, "Where to write the model (may be the model itself)")->required();
   app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");
