@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "zibert/base/threads.hpp"
 #include "zibert/model/model_file.hpp"
 #include "zibert/text/dataset.hpp"
 
@@ -28,8 +29,6 @@ std::string resolve_model_path(const std::string& flag, bool quiet = false);
 // The model resolve_model_path names, which must be a classifier (an encoder
 // is an error naming the file).
 Model load_classifier(const std::string& flag, bool quiet = false);
-// Applies --threads (0 = all cores) to OpenMP and Eigen; returns the count used.
-int apply_threads(int threads);
 
 // Options several commands share, declared once.
 void add_model_option(CLI::App& app, std::string& model);

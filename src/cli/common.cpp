@@ -1,8 +1,6 @@
-#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <Eigen/Core>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -70,13 +68,6 @@ Model load_classifier(const std::string& flag, bool quiet) {
     throw Error(path + ": this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it "
                        "with zibert train --init, or use it with embed or fill-mask");
   return model;
-}
-
-int apply_threads(int threads) {
-  if (threads <= 0) threads = omp_get_num_procs();
-  omp_set_num_threads(threads);
-  Eigen::setNbThreads(threads);
-  return threads;
 }
 
 void add_model_option(CLI::App& app, std::string& model) {

@@ -1,0 +1,119 @@
+// A training run as the commands start it: what it reads and writes, its
+// record in the checkpoint (so that --resume finds the same files, checked by
+// fingerprint), the output checks before any work, stopping on SIGINT and
+// SIGTERM, and saving the result. train_run and pretrain_run are zibert
+// train and zibert pretrain, given their options.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "zibert/base/io.hpp"
+#include "zibert/base/progress.hpp"
+#include "zibert/model/model.hpp"
+#include "zibert/text/corpus.hpp"
+#include "zibert/train/checkpoint.hpp"
+#include "zibert/train/trainer_hooks.hpp"
+
+namespace zibert {
+
+// The run's record, the checkpoint's "run" object, written by a new run and
+// read back by a resumed one through the same calls: each binds one field
+// of the command's options to one key. On a new run it records the value
+// (paths made absolute: --resume may run from another directory); on a
+// resumed run it sets the value from the record. So a command says once
+// what its run consists of.
+class RunRecord {
+ public:
+  // A new run (no checkpoint), or the run a checkpoint recorded (its ranks
+  // must be as many as now: the split of each batch shapes the arithmetic).
+  explicit RunRecord(const Checkpoint* resumed = nullptr, const std::string& checkpoint_path = "");
+  bool resumed() const { return resumed_; }
+  void path(const char* key, std::string& value);  // "" and "-" stay as they are
+  void paths(const char* key, std::vector<std::string>& values);
+  void value(const char* key, double& value);
+  void value(const char* key, bool& value);
+  // A file read whole at the start: recorded with its fingerprint under
+  // print_key; on a resumed run an Error unless its bytes are the ones the
+  // checkpoint's run read. "" (no file) and "-" (standard input, read later)
+  // are left to the caller.
+  void file(const char* key, const char* print_key, std::string& path, const std::string& what);
+  // Fingerprints found while reading (standard input, the text corpora).
+  void set(const char* key, nlohmann::json value) { record_[key] = std::move(value); }
+  const nlohmann::json& get(const char* key) const;
+  const nlohmann::json& json() const { return record_; }
+
+ private:
+  nlohmann::json record_ = nlohmann::json::object();
+  bool resumed_ = false;
+  std::string checkpoint_;  // for messages
+};
+
+// The hidden flags of the tests: after this step raise the signal; make this step's loss NaN.
+struct FaultInjection {
+  std::int64_t interrupt_at_step = -1, nan_at_step = -1;
+  int interrupt_signal = 2;  // SIGINT
+};
+// Installs the SIGINT/SIGTERM handlers: the first signal asks the run to stop
+// after its step (and save its checkpoint), a second one ends the process.
+TrainHooks stop_hooks(const FaultInjection& faults);
+
+// The paths a run writes: the model, its checkpoint (default OUT.ckpt) and
+// its log. Checked before any work: each can be written, the three differ,
+// and none replaces an input.
+void prepare_outputs(const std::string& out, const std::string& checkpoint, TrainOptions& opt,
+                     const std::vector<NamedPath>& inputs);
+
+// Under mpirun: an Error unless every rank's fingerprint of `what` (a data
+// file) is rank 0's. One process: nothing to check.
+void check_same_data(const std::string& what, const std::string& fingerprint);
+// Raw-text files (pretrain --text, train --outliers), each read once for its
+// fingerprint (appended to prints) and once as a corpus. A resumed run passes
+// its record's fingerprints: a file that changed since is an error.
+std::vector<Corpus> read_text_files(const std::vector<std::string>& paths, const nlohmann::json* resumed,
+                                    std::vector<std::string>& prints);
+
+// The model --init starts from; an int8 one (zibert quantize's) is refused:
+// its weights are rounded, and training needs the float32 model.
+Model load_init_model(const std::string& path);
+
+// What train and pretrain are given: their options, less the command line's own.
+struct RunRequest {
+  std::string dev, out, init, resume, checkpoint;
+  TrainOptions train;
+  double holdout = 0.1;
+  int threads = 0;  // as --threads says; the count used goes into train.threads
+  bool quiet = false;
+  FaultInjection faults;
+};
+struct TrainRequest : RunRequest {
+  std::string data;  // a file, or "-" for standard input
+  bool no_calibration = false, lr_given = false, min_count_given = false;
+  // Self-pretraining first (train --pretrain-epochs): on the training texts and these.
+  std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
+  double pretrain_lr = 1e-3;
+  std::vector<std::string> pretrain_texts;
+  std::vector<std::string> outliers;  // texts of no label
+};
+struct PretrainRequest : RunRequest {
+  std::vector<std::string> texts;
+  std::string vocab_from;
+};
+
+// How a run ended: finished and saved, or stopped by a signal (its
+// checkpoint named in stop, unless the stop came where none is kept, which
+// note then says).
+struct RunOutcome {
+  std::optional<Interrupted> stop;
+  std::string note;
+};
+
+// zibert train and zibert pretrain: start or resume the run, train, (for a
+// classifier) calibrate on dev, and save; progress and what was saved go to
+// stderr unless quiet.
+RunOutcome train_run(const TrainRequest& request);
+RunOutcome pretrain_run(const PretrainRequest& request);
+
+}  // namespace zibert
