@@ -42,6 +42,10 @@ Index gemm_in_place_ld(Index cols);
 // True when gemm uses its own kernel (AVX-512, or AVX2 with FMA) rather than
 // Eigen's product.
 bool gemm_is_native();
+// The product gemm runs: "avx512", "avx2" (zibert's kernel) or "eigen".
+// Chosen from the CPU when first asked, whatever -march the build used;
+// ZIBERT_FLOAT_ISA=avx512|avx2|eigen chooses by hand (all give the same bits).
+const char* gemm_isa_name();
 
 // Eigen-typed convenience: c (=|+=) a · b, with a and b optionally transposed.
 void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<float> c, bool accumulate,
