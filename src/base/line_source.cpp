@@ -12,6 +12,8 @@
 
 namespace zibert {
 
+bool is_blank(std::string_view s) { return s.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos; }
+
 LineSource LineSource::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(path + ": " + std::strerror(errno));

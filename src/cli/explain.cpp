@@ -39,7 +39,7 @@ std::string read_explained_file(const std::string& file) {
     if (const std::int64_t bad = invalid_utf8_offset(line); bad >= 0) throw error_at(name, n, bad + 1, "invalid UTF-8");
     text += (text.empty() ? "" : " ") + line;
   }
-  if (text.find_first_not_of(" \t\r\f\v") == std::string::npos)
+  if (is_blank(text))
     throw Error(name + ": no text to explain (the file is empty or every line is blank)");
   return text;
 }
@@ -47,7 +47,7 @@ std::string read_explained_file(const std::string& file) {
 int run_explain(const ExplainCli& o) {
   apply_threads(o.threads);
   if (o.text_given == !o.file.empty()) throw Error("explain needs a TEXT or --file FILE (one of them)");
-  if (o.text_given && o.text.find_first_not_of(" \t\r\n\f\v") == std::string::npos)
+  if (o.text_given && is_blank(o.text))
     throw Error("explain: the TEXT argument is empty; give a text to explain");
   if (o.svg == "-" && o.json) throw Error("--svg - and --json both write to standard output; choose one");
   const bool svg_to_stdout = o.svg == "-";

@@ -1,6 +1,7 @@
 #include "zibert/text/corpus.hpp"
 
 #include "zibert/base/error.hpp"
+#include "zibert/base/line_source.hpp"
 #include "zibert/base/random.hpp"
 #include "zibert/base/utf8.hpp"
 
@@ -13,7 +14,7 @@ Corpus read_corpus(LineSource& src) {
   std::int64_t n = 0;
   while (src.next(line)) {
     ++n;
-    if (line.find_first_not_of(" \t\r\f\v") == std::string::npos) continue;
+    if (is_blank(line)) continue;
     const std::int64_t bad = invalid_utf8_offset(line);
     if (bad >= 0) throw error_at(c.name, n, bad + 1, "invalid UTF-8");
     c.lines.push_back(std::move(line));

@@ -5,6 +5,7 @@
 
 #include "zibert/base/error.hpp"
 #include "zibert/base/io.hpp"
+#include "zibert/base/line_source.hpp"
 #include "zibert/base/random.hpp"
 #include "zibert/text/tokenizer.hpp"
 
@@ -20,10 +21,6 @@ const char* format_name(DataFormat format) {
 }
 
 namespace {
-
-bool is_blank(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
-}
 
 std::vector<std::string> split_tabs(const std::string& s) {
   std::vector<std::string> out;

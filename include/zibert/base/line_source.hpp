@@ -5,8 +5,12 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace zibert {
+
+// True when s holds nothing but white space (or nothing): a blank line, an empty text.
+bool is_blank(std::string_view s);
 
 class LineSource {
  public:
