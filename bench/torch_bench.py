@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The PyTorch side of bench/bench-vs-pytorch: the model zibert trains
 (DESIGN §3: post-LN BERT, exact-erf GELU, LayerNorm eps 1e-12, tanh pooler on
-[CLS], dropout 0.1) written as a PyTorch user would, trained with AdamW (decay
+[CLS], dropout 0.1), as the PyTorch reference (tests/reference/torch_bert.py)
+defines it with Hugging Face's names and semantics, trained with AdamW (decay
 on matrices only), linear warmup/decay and gradient clipping, on the same
 labelled TSV in batches formed the same way as zibert's (length-bucketed).
 Prints one JSON object with the same fields as `zibert bench --json`.
@@ -23,81 +24,30 @@ usage: bench/torch_bench.py --data F.tsv --threads N --batch B --seconds S
 """
 import argparse
 import json
-import math
 import random
 import resource
 import sys
 import time
 import unicodedata
 
+import os
+
 import torch
 import torch.nn.functional as Fn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
+from torch_bert import Bert, hf_config, init_weights  # noqa: E402
 
 PAD, UNK, CLS, SEP, MASK, NUM_SPECIAL = 0, 1, 2, 3, 4, 5
 
 
-class Bert(torch.nn.Module):
-    def __init__(self, vocab, max_len, dim, heads, ffn, layers, labels, dropout=0.1):
-        super().__init__()
-        self.heads, self.dropout = heads, dropout
-        self.word = torch.nn.Embedding(vocab, dim, padding_idx=PAD)
-        self.pos = torch.nn.Embedding(max_len, dim)
-        self.emb_ln = torch.nn.LayerNorm(dim, eps=1e-12)
-        self.layers = torch.nn.ModuleList()
-        for _ in range(layers):
-            self.layers.append(torch.nn.ModuleDict(dict(
-                qkv=torch.nn.Linear(dim, 3 * dim),  # Q, K and V fused: PyTorch's best case
-                out=torch.nn.Linear(dim, dim), ln1=torch.nn.LayerNorm(dim, eps=1e-12),
-                up=torch.nn.Linear(dim, ffn), down=torch.nn.Linear(ffn, dim),
-                ln2=torch.nn.LayerNorm(dim, eps=1e-12))))
-        self.pooler = torch.nn.Linear(dim, dim)
-        self.classifier = torch.nn.Linear(dim, labels)
-        for name, p in self.named_parameters():
-            if "ln" in name:
-                torch.nn.init.ones_(p) if name.endswith("weight") else torch.nn.init.zeros_(p)
-            elif name.endswith("bias"):
-                torch.nn.init.zeros_(p)
-            else:
-                torch.nn.init.normal_(p, 0.0, 0.02)
-
-    def encode(self, ids):
-        B, T = ids.shape
-        C = self.word.embedding_dim
-        H, D = self.heads, C // self.heads
-        drop = lambda x: Fn.dropout(x, self.dropout, self.training)
-        mask = (ids == PAD)[:, None, None, :]  # (B, 1, 1, T): [PAD] keys
-        x = drop(self.emb_ln(self.word(ids) + self.pos.weight[:T]))
-        for layer in self.layers:
-            q, k, v = layer["qkv"](x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)  # 3 × (B, H, T, D)
-            s = (q @ k.transpose(-1, -2)) / math.sqrt(D)
-            p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
-            a = (p @ v).transpose(1, 2).reshape(B, T, C)
-            x = layer["ln1"](x + drop(layer["out"](a)))
-            x = layer["ln2"](x + drop(layer["down"](Fn.gelu(layer["up"](x)))))
-        return x
-
-    def forward(self, ids):
-        drop = lambda x: Fn.dropout(x, self.dropout, self.training)
-        pooled = torch.tanh(self.pooler(self.encode(ids)[:, 0]))
-        return self.classifier(drop(pooled))
-
-
-class BertForMaskedLM(Bert):
-    """The encoder with BertForMaskedLM's head; the decoder is the word embeddings."""
-
-    def __init__(self, vocab, max_len, dim, heads, ffn, layers, dropout=0.1):
-        super().__init__(vocab, max_len, dim, heads, ffn, layers, 2, dropout)
-        del self.pooler, self.classifier
-        self.transform = torch.nn.Linear(dim, dim)
-        self.transform_ln = torch.nn.LayerNorm(dim, eps=1e-12)
-        self.bias = torch.nn.Parameter(torch.zeros(vocab))
-        torch.nn.init.normal_(self.transform.weight, 0.0, 0.02)
-        torch.nn.init.zeros_(self.transform.bias)
-
-    def forward(self, ids, positions):
-        x = self.encode(ids).reshape(-1, self.word.embedding_dim)[positions]  # (M, C): the chosen rows only
-        h = self.transform_ln(Fn.gelu(self.transform(x)))
-        return h @ self.word.weight.T + self.bias
+def make_model(a, vocab, head, labels=2):
+    """The reference BERT (tests/reference/torch_bert.py) in zibert's shape: no token types, hidden
+    dropout 0.1 as zibert trains, none on the attention weights (zibert has none there), Q, K and V
+    in one product (PyTorch's best case), Hugging Face's initialisation."""
+    config = hf_config(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers, labels=labels, type_vocab_size=0,
+                       dropout=0.1, attention_dropout=0.0)
+    return init_weights(Bert(config, head=head, fused_qkv=True))
 
 
 def pack_lines(seqs, max_len):
@@ -246,7 +196,7 @@ def main():
         print(json.dumps(mlm_main(a, seqs, vocab)))
         return
     lengths = [len(s) for s in seqs]
-    model = Bert(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers, n_labels)
+    model = make_model(a, vocab, "classify", n_labels)
     params = sum(p.numel() for p in model.parameters())
     opt, sched = optimizer(model)
 
@@ -299,7 +249,7 @@ def int8_main(a, model, seqs, lengths, n_labels, params, vocab):
 def mlm_main(a, seqs, vocab):
     packed = pack_lines(seqs, a.max_len)
     lengths = [len(s) for s in packed]
-    model = BertForMaskedLM(vocab, a.max_len, a.dim, a.heads, a.ffn, a.layers)
+    model = make_model(a, vocab, "mlm")
     params = sum(p.numel() for p in model.parameters())
     opt, sched = optimizer(model)
     gen = torch.Generator().manual_seed(a.seed)
@@ -309,7 +259,7 @@ def mlm_main(a, seqs, vocab):
     def step(ids):
         masked, positions, targets = mask_tokens(ids, vocab, gen)  # drawn afresh each step, timed too
         opt.zero_grad(set_to_none=True)
-        loss = Fn.cross_entropy(model(masked, positions), targets)
+        loss = Fn.cross_entropy(model.mlm_logits(masked, positions), targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()

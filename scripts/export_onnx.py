@@ -64,31 +64,17 @@ def read_zibert(path):
 
 def torch_model(meta, tensors):
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    from torch_bench import Bert  # the same post-LN BERT zibert is, as PyTorch writes it
+    sys.path.insert(0, os.path.join(ROOT, "tests", "reference"))
+    from torch_bert import Bert, hf_config  # the PyTorch reference: Hugging Face's BERT, zibert's names
     c = json.loads(meta["config"])
     if c.get("task", "classify") != "classify":
         sys.exit("export-onnx: the model is an encoder; export a classifier (zibert train)")
     if c.get("tie_qk") or not c.get("position_embeddings", True):
         sys.exit("export-onnx: the ablation models (tie_qk, no position embeddings) are not exported")
-    m = Bert(c["vocab_size"], c["max_len"], c["dim"], c["heads"], c["ffn"], c["layers"], c["labels"], dropout=0.0)
-    for ln in [m.emb_ln] + [layer[k] for layer in m.layers for k in ("ln1", "ln2")]:
-        ln.eps = c["layer_norm_eps"]
-    t = lambda name: torch.from_numpy(np.array(tensors[name]))
-    sd = {"word.weight": t("bert.embeddings.word_embeddings.weight"),
-          "pos.weight": t("bert.embeddings.position_embeddings.weight"),
-          "emb_ln.weight": t("bert.embeddings.LayerNorm.weight"), "emb_ln.bias": t("bert.embeddings.LayerNorm.bias"),
-          "pooler.weight": t("bert.pooler.dense.weight"), "pooler.bias": t("bert.pooler.dense.bias"),
-          "classifier.weight": t("classifier.weight"), "classifier.bias": t("classifier.bias")}
-    for l in range(c["layers"]):
-        p = f"bert.encoder.layer.{l}."
-        s = p + "attention.self."
-        sd[f"layers.{l}.qkv.weight"] = torch.cat([t(s + x + ".weight") for x in ("query", "key", "value")])
-        sd[f"layers.{l}.qkv.bias"] = torch.cat([t(s + x + ".bias") for x in ("query", "key", "value")])
-        for ours, theirs in (("out", "attention.output.dense"), ("ln1", "attention.output.LayerNorm"),
-                             ("up", "intermediate.dense"), ("down", "output.dense"), ("ln2", "output.LayerNorm")):
-            sd[f"layers.{l}.{ours}.weight"] = t(p + theirs + ".weight")
-            sd[f"layers.{l}.{ours}.bias"] = t(p + theirs + ".bias")
+    config = hf_config(c["vocab_size"], c["max_len"], c["dim"], c["heads"], c["ffn"], c["layers"], labels=c["labels"],
+                       layer_norm_eps=c["layer_norm_eps"], type_vocab_size=0, dropout=0.0, attention_dropout=0.0)
+    m = Bert(config, head="classify", fused_qkv=True)  # Q, K and V as one product: ONNX Runtime's best case
+    sd = {name: torch.from_numpy(np.array(tensors[name])) for name in m.state_dict()}
     m.load_state_dict(sd)
     m.eval()
 

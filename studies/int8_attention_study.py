@@ -51,9 +51,9 @@ def fake_s8_rows(x):
 def predict(model, meta, texts, attention_int8, linear_int8):
     import torch
     import torch.nn.functional as Fn
-    from torch_bench import PAD
-    bert = model.bert
-    max_len = bert.pos.num_embeddings
+    bert = model.bert.bert  # Probs wraps the reference Bert (tests/reference/torch_bert.py)
+    head = model.bert
+    max_len = bert.embeddings.position_embeddings.num_embeddings
     lin = (lambda layer, x: layer(fake_u8_rows(x))) if linear_int8 else (lambda layer, x: layer(x))
     out = []
     with torch.no_grad():
@@ -61,12 +61,15 @@ def predict(model, meta, texts, attention_int8, linear_int8):
             seqs = [tokenize(meta, t, max_len) for t in texts[b:b + 64]]
             ids = torch.from_numpy(batch_ids(seqs))
             B, T = ids.shape
-            C = bert.word.embedding_dim
-            H, D = bert.heads, C // bert.heads
-            mask = (ids == PAD)[:, None, None, :]
-            x = bert.emb_ln(bert.word(ids) + bert.pos.weight[:T])
-            for layer in bert.layers:
-                q, k, v = lin(layer["qkv"], x).view(B, T, 3, H, D).permute(2, 0, 3, 1, 4)
+            C = bert.embeddings.word_embeddings.embedding_dim
+            mask = (ids == 0)[:, None, None, :]  # [PAD] keys
+            e = bert.embeddings
+            x = e.LayerNorm(e.word_embeddings(ids) + e.position_embeddings.weight[:T])
+            for layer in bert.encoder.layer:
+                sa = getattr(layer.attention, "self")
+                H = sa.heads
+                D = C // H
+                q, k, v = (lin(m, x).view(B, T, H, D).transpose(1, 2) for m in (sa.query, sa.key, sa.value))
                 if attention_int8:
                     q, k = fake_s8_rows(q), fake_s8_rows(k)
                     v = fake_s8_rows(v.transpose(-1, -2)).transpose(-1, -2)  # per head column over the keys
@@ -75,10 +78,11 @@ def predict(model, meta, texts, attention_int8, linear_int8):
                 if attention_int8:
                     p = fake_u8_rows(p)
                 a = (p @ v).transpose(1, 2).reshape(B, T, C)
-                x = layer["ln1"](x + lin(layer["out"], a))
-                x = layer["ln2"](x + lin(layer["down"], Fn.gelu(lin(layer["up"], x))))
-            pooled = torch.tanh(lin(bert.pooler, x[:, 0]))
-            out.append(torch.softmax(lin(bert.classifier, pooled), dim=-1).numpy())
+                x = layer.attention.output.LayerNorm(x + lin(layer.attention.output.dense, a))
+                h = Fn.gelu(lin(layer.intermediate.dense, x))
+                x = layer.output.LayerNorm(x + lin(layer.output.dense, h))
+            pooled = torch.tanh(lin(bert.pooler.dense, x[:, 0]))
+            out.append(torch.softmax(lin(head.classifier, pooled), dim=-1).numpy())
     return np.concatenate(out)
 
 

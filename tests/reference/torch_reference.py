@@ -1,17 +1,17 @@
 #!/usr/bin/python3
-"""PyTorch reference for zibert's parity tests.
+"""The parity fixtures: the PyTorch reference (torch_bert.py) against zibert.
 
-Builds the same tiny post-LN BERT classifier as zibert (DESIGN §3: Hugging Face
-tensor names, exact-erf GELU, LayerNorm eps 1e-12, tanh pooler on [CLS]) in
-float64, runs it on two sequences (one padded), and records the logits, the
-loss, every parameter's gradient, and the parameters after 3 AdamW steps with
-linear warmup/decay and gradient clipping. The fixture is committed, so the
+Builds a tiny BertForSequenceClassification (DESIGN §3: Hugging Face tensor
+names, exact-erf GELU, LayerNorm eps 1e-12, tanh pooler on [CLS]) in float64
+from the reference model, runs it on two sequences (one padded), and records
+the logits, the loss, every parameter's gradient, and the parameters after 3
+AdamW steps with linear warmup/decay and gradient clipping. The fixture is committed, so the
 C++ tests never need PyTorch.
 
-It writes a second fixture the same way for BertForMaskedLM's shape (issue
-16): the encoder with the masked-LM head (transform dense, GELU, LayerNorm,
-a decoder tied to the word embeddings plus cls.predictions.bias), the
-logits on the masked positions only, the loss over them, every gradient
+It writes a second fixture the same way for BertForMaskedLM's shape: the
+encoder with the masked-LM head (transform dense, GELU, LayerNorm, a decoder
+tied to the word embeddings plus cls.predictions.bias), the logits on the
+masked positions only, the loss over them, every gradient
 (the tied decoder's adding into the word embeddings') and 3 AdamW steps.
 
 usage: tests/reference/torch_reference.py [OUT.json [OUT_MLM.json]]   (Debian python3-torch)
@@ -22,6 +22,9 @@ import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_bert import Bert, hf_config  # noqa: E402
 
 torch.manual_seed(1234)
 DT = torch.float64
@@ -64,60 +67,25 @@ def layout(cfg, task="classify"):
     return shapes
 
 
-def make_params(cfg, task="classify"):
-    params = {}
-    for name, shape in layout(cfg, task):
-        if name.endswith("LayerNorm.weight"):
-            t = 1.0 + 0.2 * (torch.rand(shape, dtype=DT) - 0.5)
-        else:
-            t = torch.rand(shape, dtype=DT) - 0.5  # large enough for clear gradients
-        params[name] = torch.nn.Parameter(t)
-    return params
-
-
-def encode(P, ids, cfg):
-    B, T = ids.shape
-    c, H = cfg["dim"], cfg["heads"]
-    D = c // H
-    eps = cfg["layer_norm_eps"]
-    ln = lambda x, pre: torch.nn.functional.layer_norm(x, (c,), P[pre + ".weight"], P[pre + ".bias"], eps)
-    lin = lambda x, pre: x @ P[pre + ".weight"].T + P[pre + ".bias"]
-    mask = (ids != PAD)  # (B, T) key-padding mask
-    x = P["bert.embeddings.word_embeddings.weight"][ids] + P["bert.embeddings.position_embeddings.weight"][:T]
-    x = ln(x, "bert.embeddings.LayerNorm")
-    for l in range(cfg["layers"]):
-        p = f"bert.encoder.layer.{l}."
-        heads = lambda t: t.view(B, T, H, D).transpose(1, 2)  # (B, H, T, D)
-        q = heads(lin(x, p + "attention.self.query"))
-        k = heads(lin(x, p + "attention.self.key"))
-        v = heads(lin(x, p + "attention.self.value"))
-        s = q @ k.transpose(-1, -2) / math.sqrt(D)
-        s = s.masked_fill(~mask[:, None, None, :], float("-inf"))
-        a = (torch.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(B, T, c)
-        x = ln(x + lin(a, p + "attention.output.dense"), p + "attention.output.LayerNorm")
-        h = torch.nn.functional.gelu(lin(x, p + "intermediate.dense"))  # exact erf form
-        x = ln(x + lin(h, p + "output.dense"), p + "output.LayerNorm")
-    return x
-
-
-def lin_of(P, x, pre):
-    return x @ P[pre + ".weight"].T + P[pre + ".bias"]
-
-
-def forward(P, ids, cfg):
-    x = encode(P, ids, cfg)
-    pooled = torch.tanh(lin_of(P, x[:, 0], "bert.pooler.dense"))
-    return lin_of(P, pooled, "classifier")
-
-
-def forward_mlm(P, ids, positions, cfg):
-    """BertForMaskedLM's logits on the chosen rows only, (M, V)."""
-    c = cfg["dim"]
-    x = encode(P, ids, cfg).reshape(-1, c)[positions]
-    h = torch.nn.functional.gelu(lin_of(P, x, "cls.predictions.transform.dense"))
-    h = torch.nn.functional.layer_norm(h, (c,), P["cls.predictions.transform.LayerNorm.weight"],
-                                       P["cls.predictions.transform.LayerNorm.bias"], cfg["layer_norm_eps"])
-    return h @ P["bert.embeddings.word_embeddings.weight"].T + P["cls.predictions.bias"]
+def make_model(cfg, task="classify"):
+    """The reference model (torch_bert.Bert) in float64 without dropout or token types, its
+    parameters drawn in layout's order (the order the committed fixtures were drawn in)."""
+    config = hf_config(cfg["vocab_size"], cfg["max_len"], cfg["dim"], cfg["heads"], cfg["ffn"], cfg["layers"],
+                       labels=cfg["labels"], layer_norm_eps=cfg["layer_norm_eps"], type_vocab_size=0,
+                       dropout=0.0, attention_dropout=0.0)
+    rng = torch.get_rng_state()  # the modules' own initialisation draws nothing from the fixture's stream
+    model = Bert(config, head=task).to(DT)
+    torch.set_rng_state(rng)
+    own = dict(model.named_parameters())
+    assert sorted(own) == sorted(n for n, _ in layout(cfg, task)), "layout and the model disagree"
+    with torch.no_grad():
+        for name, shape in layout(cfg, task):
+            if name.endswith("LayerNorm.weight"):
+                t = 1.0 + 0.2 * (torch.rand(shape, dtype=DT) - 0.5)
+            else:
+                t = torch.rand(shape, dtype=DT) - 0.5  # large enough for clear gradients
+            own[name].copy_(t)
+    return model, {name: own[name] for name, _ in layout(cfg, task)}
 
 
 def flat(t):
@@ -160,14 +128,14 @@ def main():
     here = os.path.join(os.path.dirname(__file__), "..", "data")
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "torch_parity.json")
     out_mlm = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "torch_parity_mlm.json")
-    P = make_params(CFG)
+    model, P = make_model(CFG)
     ids = torch.tensor(IDS)
     labels = torch.tensor(LABELS)
     fixture = {"config": CFG, "ids": IDS, "mask": [[int(i != PAD) for i in row] for row in IDS], "labels": LABELS,
                "adam": ADAM, "params": {n: flat(p) for n, p in P.items()}}
 
     def classify():
-        logits = forward(P, ids, CFG)
+        logits = model(ids)
         return logits, torch.nn.functional.cross_entropy(logits, labels)
     record(P, classify, fixture)
     with open(out, "w") as f:
@@ -176,14 +144,14 @@ def main():
 
     # BertForMaskedLM: the same encoder shape, the masked-LM head.
     cfg = dict(CFG, labels=0, task="mlm")
-    P = make_params(cfg, "mlm")
+    model, P = make_model(cfg, "mlm")
     ids = torch.tensor(MLM_IDS)
     positions, targets = torch.tensor(MLM_POSITIONS), torch.tensor(MLM_TARGETS)
     fixture = {"config": cfg, "ids": MLM_IDS, "positions": MLM_POSITIONS, "targets": MLM_TARGETS, "adam": ADAM,
                "params": {n: flat(p) for n, p in P.items()}}
 
     def mlm():
-        logits = forward_mlm(P, ids, positions, cfg)
+        logits = model.mlm_logits(ids, positions)
         return logits, torch.nn.functional.cross_entropy(logits, targets)
     record(P, mlm, fixture)
     with open(out_mlm, "w") as f:
