@@ -91,6 +91,8 @@ def man_pages(zibert, directory, version):
         page.append(f".TP\n\\fBzibert-{name}\\fR(1)\n{roff_text(summary)}\n")
     page += [".SH ENVIRONMENT\n.TP\nZIBERT_MODEL\nThe model file used when a command is given no \\fB-m\\fR.\n",
              ".TP\nZIBERT_INT8_ISA\nThe int8 product path: amx-int8, avx512-vnni, avx-vnni, avx2 or scalar.\n",
+             ".TP\nZIBERT_FLOAT_ISA\nThe float32 product path: avx512, avx2 or eigen "
+             "(default: the best this CPU has; all give the same results).\n",
              ".SH EXIT STATUS\n0 success (for classify's filter modes: something matched), 1 nothing matched, "
              "2 an error, said in one line on standard error.\n",
              ".SH SEE ALSO\n" + see_also + "\n"]

@@ -209,7 +209,7 @@ TEST_CASE("an installed zibert runs from its prefix: default model, shipped mode
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::StartsWith("1\t") && Catch::Contains("\n0\t"));
   CHECK(r.err == "zibert: no -m given: using the default model " + prefix +
-                     "/bin/../share/zibert/models/fotiaoqiang.safetensors (the 佛跳墙 detector)\n");
+                     "/share/zibert/models/fotiaoqiang.safetensors (the 佛跳墙 detector)\n");
   r = run_shell("cd " + elsewhere + " && " + z + " fill-mask -k 1 -m zh-encoder '请输入密[MASK]。'");
   CHECK(r.status == 0);
   CHECK_THAT(r.out, Catch::StartsWith("1\t1\t码\t"));

@@ -24,7 +24,9 @@ std::string beside_executable() {
   std::string exe(buf, static_cast<std::size_t>(n));
   auto slash = exe.find_last_of('/');
   if (slash == std::string::npos) return "";
-  return exe.substr(0, slash) + "/../share/zibert/models";
+  auto up = exe.find_last_of('/', slash == 0 ? 0 : slash - 1);  // <prefix>/bin/zibert → <prefix>
+  if (up == std::string::npos || slash == 0) return "";
+  return exe.substr(0, up) + "/share/zibert/models";
 }
 
 // The folders that hold the shipped models, searched in this order.
