@@ -84,7 +84,7 @@ TEST_CASE("a training step allocates nothing once its buffers have grown", "[mod
   for (int i = 0; i < 16; ++i) {
     std::vector<std::int32_t> ids(3 + rng.below(18));
     for (auto& id : ids) id = static_cast<std::int32_t>(kNumSpecial + rng.below(cfg.vocab_size - kNumSpecial));
-    seqs.push_back(with_specials(ids, cfg.max_len));
+    seqs.push_back(with_specials(ids, cfg.max_len, SpecialIds{}));
     labels.push_back(static_cast<std::int32_t>(rng.below(2)));
   }
   std::vector<const std::vector<std::int32_t>*> ptrs;

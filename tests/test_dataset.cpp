@@ -106,7 +106,7 @@ TEST_CASE("windows cover long texts with overlap", "[batching]") {
   CHECK(window_starts(10, 126) == std::vector<std::int64_t>{0});
   CHECK(window_starts(300, 100) == std::vector<std::int64_t>{0, 50, 100, 150, 200});
   CHECK(window_starts(130, 100) == std::vector<std::int64_t>{0, 30});
-  CHECK(with_specials({7, 8, 9}, 4) == std::vector<std::int32_t>{kCls, 7, 8, kSep});
+  CHECK(with_specials({7, 8, 9}, 4, SpecialIds{}) == std::vector<std::int32_t>{kCls, 7, 8, kSep});
 }
 
 TEST_CASE("multi-label data: several __label__ words, a JSON list, a TSV comma list", "[dataset][multi-label]") {

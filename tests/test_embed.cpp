@@ -15,7 +15,7 @@ namespace {
 
 // The training pass's last-layer rows (T, C) of one window, every row computed.
 MatR<float> last_layer(const Model& model, const std::vector<std::int32_t>& ids) {
-  const std::vector<std::int32_t> window = with_specials(ids, model.config.max_len);
+  const std::vector<std::int32_t> window = with_specials(ids, model.config.max_len, SpecialIds{});
   ModelCache<float> cache;
   model.net.forward(pack_batch({&window}, {}), cache, nullptr, LastRows::all);
   const Index t = static_cast<Index>(window.size()), c = model.config.dim;

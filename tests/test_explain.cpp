@@ -43,8 +43,8 @@ TEST_CASE("explain: attention rows sum to 1 and occlusion covers the characters"
 
 TEST_CASE("padded keys get zero attention in the whole model", "[explain]") {
   Model model = tiny_classifier(4);
-  std::vector<std::int32_t> a = with_specials(model.tokenizer.encode("佛跳墙是一道福建名菜"), 16);
-  std::vector<std::int32_t> b = with_specials(model.tokenizer.encode("一坛"), 16);
+  std::vector<std::int32_t> a = with_specials(model.tokenizer.encode("佛跳墙是一道福建名菜"), 16, SpecialIds{});
+  std::vector<std::int32_t> b = with_specials(model.tokenizer.encode("一坛"), 16, SpecialIds{});
   ModelCache<float> cache;
   model.net.forward(pack_batch({&a, &b}, {}), cache, nullptr, LastRows::all);
   const Index t = static_cast<Index>(a.size()), heads = model.config.heads;

@@ -30,7 +30,7 @@ Batch text_batch(Index size, Index seq, std::int64_t vocab, std::uint64_t seed) 
 TEST_CASE("15 % of the characters are chosen, and of those 80 % masked, 10 % random, 10 % kept", "[masking]") {
   const std::int64_t vocab = 3000;
   const Batch batch = text_batch(400, 128, vocab, 1);
-  const MaskedBatch m = mask_tokens(batch, vocab, 7, 1);
+  const MaskedBatch m = mask_tokens(batch, vocab, SpecialIds{}, 7, 1);
   std::int64_t characters = 0;
   for (std::int32_t id : batch.ids) characters += id >= kNumSpecial;
   REQUIRE(characters > 20000);
@@ -69,11 +69,11 @@ TEST_CASE("15 % of the characters are chosen, and of those 80 % masked, 10 % ran
 
 TEST_CASE("masks depend on seed and epoch only, not on how the batch is split", "[masking]") {
   const Batch batch = text_batch(12, 40, 500, 2);
-  const MaskedBatch whole = mask_tokens(batch, 500, 3, 5);
-  CHECK(mask_tokens(batch, 500, 3, 5).batch.ids == whole.batch.ids);
-  CHECK(mask_tokens(batch, 500, 3, 6).batch.ids != whole.batch.ids);  // afresh each epoch
-  CHECK(mask_tokens(batch, 500, 4, 5).batch.ids != whole.batch.ids);
-  const MaskedBatch tail = mask_tokens(batch.part(5, 7), 500, 3, 5);
+  const MaskedBatch whole = mask_tokens(batch, 500, SpecialIds{}, 3, 5);
+  CHECK(mask_tokens(batch, 500, SpecialIds{}, 3, 5).batch.ids == whole.batch.ids);
+  CHECK(mask_tokens(batch, 500, SpecialIds{}, 3, 6).batch.ids != whole.batch.ids);  // afresh each epoch
+  CHECK(mask_tokens(batch, 500, SpecialIds{}, 4, 5).batch.ids != whole.batch.ids);
+  const MaskedBatch tail = mask_tokens(batch.part(5, 7), 500, SpecialIds{}, 3, 5);
   CHECK(std::vector<std::int32_t>(whole.batch.ids.begin() + 5 * 40, whole.batch.ids.end()) == tail.batch.ids);
-  CHECK_THROWS(mask_tokens(batch, kNumSpecial, 3, 5));
+  CHECK_THROWS(mask_tokens(batch, kNumSpecial, SpecialIds{}, 3, 5));
 }

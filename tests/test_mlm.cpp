@@ -136,11 +136,11 @@ TEST_CASE("a masked batch split over threads gives the loss and gradients of the
     std::vector<std::int32_t> ids;
     for (std::uint64_t j = 0, len = 2 + r.below(5); j < len; ++j)
       ids.push_back(static_cast<std::int32_t>(kNumSpecial + r.below(25)));
-    seqs.push_back(with_specials(ids, cfg.max_len));
+    seqs.push_back(with_specials(ids, cfg.max_len, SpecialIds{}));
   }
   std::vector<const std::vector<std::int32_t>*> ptrs;
   for (const auto& s : seqs) ptrs.push_back(&s);
-  const MaskedBatch batch = mask_tokens(pack_batch(ptrs, {}), cfg.vocab_size, 3, 1, 0.4);
+  const MaskedBatch batch = mask_tokens(pack_batch(ptrs, {}), cfg.vocab_size, SpecialIds{}, 3, 1, 0.4);
   REQUIRE(batch.positions.size() >= 4);
   DropoutRng rng{7, 3, 0.2};
   DataParallel<double> one(1), split(parts);

@@ -151,7 +151,7 @@ TEST_CASE("a batch split over threads gives the loss and gradients of the whole 
   for (int i = 0; i < 7; ++i) {
     std::vector<std::int32_t> ids;
     for (std::uint64_t j = 0, len = 1 + r.below(5); j < len; ++j) ids.push_back(static_cast<std::int32_t>(5 + r.below(15)));
-    seqs.push_back(with_specials(ids, cfg.max_len));
+    seqs.push_back(with_specials(ids, cfg.max_len, SpecialIds{}));
     labels.push_back(static_cast<std::int32_t>(r.below(3)));
   }
   std::vector<const std::vector<std::int32_t>*> ptrs;
@@ -313,7 +313,7 @@ TEST_CASE("overfitting 16 examples drives the training loss below 0.01", "[model
     std::vector<std::int32_t> ids;
     std::size_t len = 3 + rng.below(5);
     for (std::size_t j = 0; j < len; ++j) ids.push_back(static_cast<std::int32_t>(5 + rng.below(15)));
-    seqs.push_back(with_specials(ids, cfg.max_len));
+    seqs.push_back(with_specials(ids, cfg.max_len, SpecialIds{}));
     labels.push_back(static_cast<std::int32_t>(rng.below(2)));
   }
   std::vector<const std::vector<std::int32_t>*> ptrs;

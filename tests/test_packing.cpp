@@ -16,7 +16,7 @@ std::vector<std::int32_t> line(std::int32_t first, std::size_t n) {
 
 TEST_CASE("lines are packed whole into sequences of at most max_len", "[packing]") {
   // max_len 10: room for 8 characters and their separators.
-  const auto packed = pack_lines({line(10, 3), {}, line(20, 4), line(30, 2), line(40, 20), line(70, 1)}, 10);
+  const auto packed = pack_lines({line(10, 3), {}, line(20, 4), line(30, 2), line(40, 20), line(70, 1)}, 10, SpecialIds{});
   const std::vector<std::vector<std::int32_t>> expected = {
       {kCls, 10, 11, 12, kSep, 20, 21, 22, 23, kSep},  // 3 + 4 fill it exactly (the empty line skipped)
       {kCls, 30, 31, kSep},                            // the long line that follows closes it
@@ -26,9 +26,9 @@ TEST_CASE("lines are packed whole into sequences of at most max_len", "[packing]
   };
   CHECK(packed == expected);
   for (const auto& s : packed) CHECK(s.size() <= 10);
-  CHECK(pack_lines({}, 10).empty());
-  CHECK(pack_lines({{}, {}}, 10).empty());
-  CHECK_THROWS(pack_lines({line(1, 1)}, 2));
+  CHECK(pack_lines({}, 10, SpecialIds{}).empty());
+  CHECK(pack_lines({{}, {}}, 10, SpecialIds{}).empty());
+  CHECK_THROWS(pack_lines({line(1, 1)}, 2, SpecialIds{}));
 }
 
 TEST_CASE("packing keeps every character once and in order", "[packing]") {
@@ -38,7 +38,7 @@ TEST_CASE("packing keeps every character once and in order", "[packing]") {
     lines.push_back(line(5 + i, static_cast<std::size_t>((i * 7) % 23)));
     all.insert(all.end(), lines.back().begin(), lines.back().end());
   }
-  const auto packed = pack_lines(lines, 16);
+  const auto packed = pack_lines(lines, 16, SpecialIds{});
   std::vector<std::int32_t> back;
   std::size_t tokens = 0;
   for (const auto& s : packed) {

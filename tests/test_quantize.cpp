@@ -157,8 +157,8 @@ TEST_CASE("the shipped detector quantized agrees with float32 on the demo texts"
 
   // Every kernel path gives the same probabilities (bit-identical products).
   std::vector<InferenceCache<float>> caches(1);
-  const std::vector<std::int32_t> s0 = with_specials(q.tokenizer.ids(texts[0]), q.config.max_len),
-                                  s1 = with_specials(q.tokenizer.ids(texts[1]), q.config.max_len);
+  const std::vector<std::int32_t> s0 = with_specials(q.tokenizer.ids(texts[0]), q.config.max_len, SpecialIds{}),
+                                  s1 = with_specials(q.tokenizer.ids(texts[1]), q.config.max_len, SpecialIds{});
   const Batch batch = pack_batch({&s0, &s1}, {});
   const MatR<float> ref = infer_forward<float>(q.net, batch, caches[0], nullptr, Int8Net(q, Int8Isa::scalar));
   for (Int8Isa isa : {Int8Isa::avx2, Int8Isa::avx_vnni, Int8Isa::avx512_vnni, Int8Isa::amx_int8}) {

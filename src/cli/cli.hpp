@@ -62,6 +62,7 @@ Runner setup_explain(CLI::App& app);
 Runner setup_plot(CLI::App& app);
 Runner setup_bench(CLI::App& app);
 Runner setup_embed(CLI::App& app);
+Runner setup_tokenize(CLI::App& app);
 Runner setup_fill_mask(CLI::App& app);
 Runner setup_quantize(CLI::App& app);
 Runner setup_calibrate(CLI::App& app);

@@ -56,7 +56,7 @@ int run_explain(const ExplainCli& o) {
   if (o.text_given) check_argument_utf8(o.text);
   const std::string text = o.text_given ? o.text : read_explained_file(o.file);
   Model model = load_classifier(o.model);
-  const std::vector<char32_t> chars = normalize(text, model.tokenizer.normalization());
+  const std::vector<char32_t> chars = model.tokenizer.prepare(text);
   Explanation e = explain(model, chars);
   std::string out;
   if (svg_to_stdout)

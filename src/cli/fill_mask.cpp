@@ -23,10 +23,10 @@ std::string filled(const Tokenizer& tok, const std::vector<std::int32_t>& ids, s
   std::string out;
   std::size_t mask = 0;
   for (std::int32_t id : ids) {
-    if (id == kMask && mask++ == which)
-      out += tok.vocab().token(guess);
+    if (id == tok.specials().mask && mask++ == which)
+      out += tok.token(guess);
     else
-      out += tok.vocab().token(id);
+      out += tok.token(id);
   }
   return out;
 }
@@ -42,7 +42,7 @@ std::string report(const FillMaskCli& o, const Model& enc, const std::string& te
     for (std::size_t m = 0; m < guesses.size(); ++m) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (const MaskGuess& g : guesses[m])
-        list.push_back({{"token", enc.tokenizer.vocab().token(g.id)}, {"score", g.probability},
+        list.push_back({{"token", enc.tokenizer.token(g.id)}, {"score", g.probability},
                         {"sequence", filled(enc.tokenizer, ids, m, g.id)}});
       j["masks"].push_back(list);
     }
@@ -52,7 +52,7 @@ std::string report(const FillMaskCli& o, const Model& enc, const std::string& te
   for (std::size_t m = 0; m < guesses.size(); ++m)
     for (std::size_t r = 0; r < guesses[m].size(); ++r) {
       std::snprintf(buf, sizeof buf, "%zu\t%zu\t", m + 1, r + 1);
-      out += buf + enc.tokenizer.vocab().token(guesses[m][r].id);
+      out += buf + enc.tokenizer.token(guesses[m][r].id);
       std::snprintf(buf, sizeof buf, "\t%.4f\t", guesses[m][r].probability);
       out += buf + filled(enc.tokenizer, ids, m, guesses[m][r].id) + "\n";
     }

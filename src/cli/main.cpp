@@ -77,6 +77,8 @@ int run_command(int argc, char** argv) {
       {"classify", "Classify each line of files or stdin", "zibert classify notes.txt", setup_classify},
       {"embed", "Print one vector per line of files or stdin", "zibert embed notes.txt",
        setup_embed},
+      {"tokenize", "Print the tokens a model reads each line as", "zibert tokenize -m fotiaoqiang notes.txt",
+       setup_tokenize},
       {"fill-mask", "An encoder's guesses for each [MASK] in a text",
        "zibert fill-mask -m zh-encoder '请输入密[MASK]。'", setup_fill_mask},
       {"eval", "Score a model on labelled data", "zibert eval -m my.safetensors --data test.tsv", setup_eval},

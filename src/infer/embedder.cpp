@@ -12,7 +12,7 @@ Embedder::Embedder(const Model& model, Pool pool)
 
 std::vector<float> Embedder::embed_ids(const std::vector<std::vector<std::int32_t>>& texts) {
   const Index c = model_.config.dim;
-  const WindowPlan plan = plan_windows(texts, model_.config.max_len);
+  const WindowPlan plan = plan_windows(texts, model_.config.max_len, model_.tokenizer.specials());
   if (tables_)
     for (const Window& w : plan.windows) tabulate(model_.net, *tables_, w.ids.data(), w.ids.size());
   std::vector<float> sums(texts.size() * static_cast<std::size_t>(c), 0.0f);  // (texts, C)

@@ -21,7 +21,7 @@ std::vector<std::int32_t> encode_with_masks(const Tokenizer& tokenizer, const st
     }
     ids.insert(ids.end(), piece.begin(), piece.end());
     if (at == std::string::npos) break;
-    ids.push_back(kMask);
+    ids.push_back(tokenizer.specials().mask);
     any = true;
     from = at + kMaskText.size();
   }
@@ -39,9 +39,10 @@ std::vector<std::vector<MaskGuess>> fill_mask(const Model& encoder, const std::v
   MaskedBatch masked;
   masked.batch.size = 1;
   masked.batch.seq = static_cast<Index>(ids.size()) + 2;
-  masked.batch.ids = with_specials(ids, encoder.config.max_len);
+  const SpecialIds specials = encoder.tokenizer.specials();
+  masked.batch.ids = with_specials(ids, encoder.config.max_len, specials);
   for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] == kMask) masked.positions.push_back(static_cast<std::int32_t>(i + 1));
+    if (ids[i] == specials.mask) masked.positions.push_back(static_cast<std::int32_t>(i + 1));
   // One short text: the training pass without dropout is fast enough, and
   // it is the pass the masked-LM head was trained and checked in.
   ModelCache<float> cache;
@@ -51,7 +52,9 @@ std::vector<std::vector<MaskGuess>> fill_mask(const Model& encoder, const std::v
   std::vector<std::vector<MaskGuess>> out;
   for (Index m = 0; m < probs.rows(); ++m) {
     std::vector<MaskGuess> all;
-    for (Index id = kNumSpecial; id < v; ++id) all.push_back({static_cast<std::int32_t>(id), double(probs(m, id))});
+    for (Index id = 0; id < v; ++id)
+      if (!specials.contains(static_cast<std::int32_t>(id)))
+        all.push_back({static_cast<std::int32_t>(id), double(probs(m, id))});
     const auto k = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(std::max(top_k, 1)), all.size()));
     std::partial_sort(all.begin(), all.begin() + k, all.end(), [](const MaskGuess& a, const MaskGuess& b) {
       return a.probability != b.probability ? a.probability > b.probability : a.id < b.id;

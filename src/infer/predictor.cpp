@@ -24,7 +24,7 @@ std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_
 
 std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std::int32_t>>& texts) {
   const std::size_t k = model_.classifier.labels.size();
-  const WindowPlan plan = plan_windows(texts, model_.config.max_len);
+  const WindowPlan plan = plan_windows(texts, model_.config.max_len, model_.tokenizer.specials());
   if (tables_)
     for (const Window& w : plan.windows) tabulate(model_.net, *tables_, w.ids.data(), w.ids.size());
   padded_tokens_ = plan.padded_tokens;

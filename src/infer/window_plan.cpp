@@ -9,7 +9,8 @@ namespace {
 constexpr std::size_t kBatchWindows = 32;
 }  // namespace
 
-WindowPlan plan_windows(const std::vector<std::vector<std::int32_t>>& texts, std::int64_t max_len) {
+WindowPlan plan_windows(const std::vector<std::vector<std::int32_t>>& texts, std::int64_t max_len,
+                        const SpecialIds& specials) {
   const std::int64_t width = max_len - 2;
   WindowPlan plan;
   for (std::size_t t = 0; t < texts.size(); ++t) {
@@ -17,7 +18,7 @@ WindowPlan plan_windows(const std::vector<std::vector<std::int32_t>>& texts, std
     for (std::int64_t start : window_starts(static_cast<std::int64_t>(ids.size()), width)) {
       std::int64_t end = std::min<std::int64_t>(start + width, static_cast<std::int64_t>(ids.size()));
       std::vector<std::int32_t> slice(ids.begin() + start, ids.begin() + end);
-      plan.windows.push_back({t, start, with_specials(slice, max_len)});
+      plan.windows.push_back({t, start, with_specials(slice, max_len, specials)});
     }
   }
   std::vector<std::int64_t> lengths;

@@ -44,26 +44,27 @@ void Batch::part_into(Index from, Index count, Batch& out, bool with_labels) con
   }
 }
 
-std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len) {
+std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len,
+                                        const SpecialIds& specials) {
   std::size_t keep = std::min<std::size_t>(ids.size(), static_cast<std::size_t>(max_len - 2));
   std::vector<std::int32_t> out;
   out.reserve(keep + 2);
-  out.push_back(kCls);
+  out.push_back(specials.cls);
   out.insert(out.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep));
-  out.push_back(kSep);
+  out.push_back(specials.sep);
   return out;
 }
 
 void SequenceSet::add(const std::vector<std::int32_t>& ids, std::int32_t label, std::int64_t max_len) {
   if (static_cast<std::int64_t>(ids.size()) > max_len - 2) ++truncated;
-  seqs.push_back(with_specials(ids, max_len));
+  seqs.push_back(with_specials(ids, max_len, specials));
   labels.push_back(label);
   lengths.push_back(static_cast<std::int64_t>(seqs.back().size()));
 }
 
 void SequenceSet::add(const std::vector<std::int32_t>& ids, std::vector<std::uint8_t> row_targets, std::int64_t max_len) {
   if (static_cast<std::int64_t>(ids.size()) > max_len - 2) ++truncated;
-  seqs.push_back(with_specials(ids, max_len));
+  seqs.push_back(with_specials(ids, max_len, specials));
   targets.push_back(std::move(row_targets));
   lengths.push_back(static_cast<std::int64_t>(seqs.back().size()));
 }

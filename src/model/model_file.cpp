@@ -36,7 +36,14 @@ std::string encode_with(const Model& model, const std::vector<TensorRef>& extra)
   meta["format"] = kFormatName;
   meta["format_version"] = std::to_string(kFormatVersion);
   meta["config"] = config_to_json(model.config).dump();
-  meta["vocab"] = nlohmann::json(model.tokenizer.vocab().tokens()).dump();
+  if (const WordPiece* wp = model.tokenizer.wordpiece()) {
+    meta["vocab"] = nlohmann::json(wp->tokens()).dump();
+    meta["tokenizer"] = wordpiece_to_json(wp->options()).dump();
+  } else {
+    meta["vocab"] = nlohmann::json(model.tokenizer.vocab().tokens()).dump();
+    meta["normalization"] =
+        nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
+  }
   if (!model.tokenizer.vocab().variants().empty()) {
     nlohmann::json variants = nlohmann::json::object();
     for (const auto& [from, to] : model.tokenizer.vocab().variants()) variants[utf8_encode(from)] = utf8_encode(to);
@@ -44,7 +51,6 @@ std::string encode_with(const Model& model, const std::vector<TensorRef>& extra)
   }
   meta["labels"] = nlohmann::json(model.classifier.labels).dump();
   meta["positive_label"] = model.classifier.positive;
-  meta["normalization"] = nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
   meta["training"] = model.training.is_null() ? "{}" : model.training.dump();
   if (model.classifier.windows) meta["windows"] = windows_name(*model.classifier.windows);
   if (model.quantization) meta["quantization"] = quantization_metadata(*model.quantization).dump();
@@ -129,6 +135,7 @@ namespace {
 struct Header {
   ModelConfig config;
   Vocab vocab;
+  std::optional<WordPiece> wordpiece;  // metadata "tokenizer" kind "wordpiece": the vocabulary is its
   ClassifierPart classifier;  // labels, positive, windows, calibration
   Normalization norm;
   nlohmann::json training;
@@ -165,11 +172,15 @@ class Reader {
                 std::to_string(kFormatVersion) + ")");
     Header h;
     std::vector<std::string> vocab_tokens;
+    std::optional<WordPieceOptions> wordpiece;
     try {
       h.config = config_from_json(parse("config"));
       vocab_tokens = parse("vocab").get<std::vector<std::string>>();
       h.classifier.labels = parse("labels").get<std::vector<std::string>>();
-      h.norm.lowercase = parse("normalization").at("lowercase").get<bool>();
+      if (file_.metadata.count("tokenizer"))
+        wordpiece = wordpiece_from_json(parse("tokenizer"));
+      else
+        h.norm.lowercase = parse("normalization").at("lowercase").get<bool>();
       h.training = parse("training");
     } catch (const nlohmann::json::exception& e) {
       throw bad(std::string("metadata has a wrong field (") + e.what() + ")");
@@ -188,7 +199,10 @@ class Reader {
       throw bad("labels has " + std::to_string(h.classifier.labels.size()) + " entries but config.labels is " +
                 std::to_string(h.config.labels));
     try {
-      h.vocab = Vocab::from_tokens(vocab_tokens);
+      if (wordpiece)
+        h.wordpiece = WordPiece(std::move(vocab_tokens), *wordpiece);
+      else
+        h.vocab = Vocab::from_tokens(vocab_tokens);
     } catch (const Error& e) {
       throw bad(e.what());
     }
@@ -370,7 +384,8 @@ Model decode_with(std::string_view bytes, const std::string& name, std::map<std:
   reader.check_shapes(parameter_layout(h.config), h);
   // A loaded model only predicts (training copies it into a fresh network), so
   // it needs no gradient buffer: less memory to allocate and fault in at start-up.
-  Model model{h.config, Tokenizer(std::move(h.vocab), h.norm), std::move(h.classifier), h.training,
+  Model model{h.config, h.wordpiece ? Tokenizer(std::move(*h.wordpiece)) : Tokenizer(std::move(h.vocab), h.norm),
+              std::move(h.classifier), h.training,
               Bert<float>(h.config, /*trainable=*/false), std::nullopt};
   try {
     model.classifier.check_windows(model.config.multi_label);

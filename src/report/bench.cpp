@@ -57,9 +57,9 @@ SequenceSet from_file(const BenchOptions& o, ModelConfig& config, std::string& d
   std::vector<std::vector<char32_t>> texts;
   VocabBuilder builder;
   std::map<std::string, std::int32_t> label_ids;
-  const Normalization norm = model_tokenizer ? model_tokenizer->normalization() : Normalization{};
+  const Tokenizer reader = model_tokenizer ? *model_tokenizer : Tokenizer(Vocab(), Normalization{});
   for (const Example& ex : data.rows) {
-    texts.push_back(normalize(ex.text, norm));
+    texts.push_back(reader.prepare(ex.text));
     builder.add(texts.back());
     label_ids.emplace(ex.label, 0);
   }
@@ -71,6 +71,7 @@ SequenceSet from_file(const BenchOptions& o, ModelConfig& config, std::string& d
     config.labels = std::max<std::int64_t>(2, static_cast<std::int64_t>(label_ids.size()));
   }
   SequenceSet d;
+  d.specials = tokenizer.specials();
   for (std::size_t i = 0; i < texts.size(); ++i)
     d.add(tokenizer.ids(texts[i]), model_tokenizer ? 0 : label_ids[data.rows[i].label], config.max_len);
   desc = o.data + ": " + std::to_string(texts.size()) + " texts" +

@@ -18,7 +18,7 @@ namespace zibert {
 BenchPhase bench_mlm_phase(const BenchOptions& o, const ModelConfig& config, Bert<float>& net, const SequenceSet& d) {
   std::vector<std::vector<std::int32_t>> lines;
   for (const std::vector<std::int32_t>& s : d.seqs) lines.emplace_back(s.begin() + 1, s.end() - 1);
-  const SequenceSet packed = packed_sequences(lines, config.max_len);
+  const SequenceSet packed = packed_sequences(lines, config.max_len, d.specials);
   std::uint64_t seed = o.seed;
   const auto plan = bucketed_batches(packed.lengths, static_cast<std::size_t>(o.batch), &seed);
   AdamW<float> adam(AdamWConfig{}, net.layout());
@@ -26,7 +26,8 @@ BenchPhase bench_mlm_phase(const BenchOptions& o, const ModelConfig& config, Ber
   std::uint64_t step = 0;
   BenchPhase phase;
   auto run = [&](const std::vector<std::size_t>& members, bool timed) {
-    const MaskedBatch m = mask_tokens(batch_of(packed, members, false), config.vocab_size, o.seed, step, kMaskRate);
+    const MaskedBatch m = mask_tokens(batch_of(packed, members, false), config.vocab_size, packed.specials, o.seed, step,
+                                        kMaskRate);
     const DropoutRng rng{o.seed, step++, config.dropout};
     const float loss = apply_step(net, adam, runner.train_mlm(net, m, &rng), 1e-4);
     if (!std::isfinite(loss)) throw Error("bench: the masked-LM loss became non-finite");

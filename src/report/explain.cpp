@@ -29,10 +29,11 @@ Explanation explain(const Model& model, const std::vector<char32_t>& text) {
   std::vector<std::int32_t> ids = model.tokenizer.ids(text);
   std::int64_t end = std::min<std::int64_t>(e.offset + width, static_cast<std::int64_t>(ids.size()));
   std::vector<std::int32_t> window =
-      with_specials(std::vector<std::int32_t>(ids.begin() + e.offset, ids.begin() + end), model.config.max_len);
+      with_specials(std::vector<std::int32_t>(ids.begin() + e.offset, ids.begin() + end), model.config.max_len,
+                    model.tokenizer.specials());
   for (std::size_t i = 0; i < window.size(); ++i) {
-    if (i == 0 || i + 1 == window.size())
-      e.tokens.push_back(model.tokenizer.vocab().token(window[i]));
+    if (i == 0 || i + 1 == window.size() || model.tokenizer.kind() == TokenizerKind::wordpiece)
+      e.tokens.push_back(model.tokenizer.token(window[i]));  // a special, or a WordPiece token
     else
       e.tokens.push_back(utf8_encode(text[static_cast<std::size_t>(e.offset) + i - 1]));  // the character, even if [UNK]
   }
@@ -54,7 +55,7 @@ Explanation explain(const Model& model, const std::vector<char32_t>& text) {
   std::vector<std::vector<std::int32_t>> occluded;
   for (Index i = 1; i + 1 < t; ++i) {
     occluded.push_back(window);
-    occluded.back()[i] = kUnk;
+    occluded.back()[i] = model.tokenizer.specials().unk;
   }
   e.occlusion.assign(window.size(), 0.0f);
   if (!occluded.empty()) {

@@ -56,13 +56,28 @@ std::vector<char32_t> normalize(std::string_view text, const Normalization& norm
   return out;
 }
 
+const char* tokenizer_kind_name(TokenizerKind kind) {
+  return kind == TokenizerKind::wordpiece ? "wordpiece" : "character";
+}
+
+std::vector<char32_t> Tokenizer::prepare(std::string_view text) const {
+  if (!wordpiece_) return normalize(text, norm_);
+  return utf8_decode(validate_utf8(text, norm_.replace_invalid));
+}
+
+std::string Tokenizer::token(std::int32_t id) const {
+  if (!wordpiece_) return vocab_.token(id);
+  if (id < 0 || id >= wordpiece_->size()) return "[?]";
+  return wordpiece_->tokens()[static_cast<std::size_t>(id)];
+}
+
 std::vector<std::int32_t> Tokenizer::ids(const std::vector<char32_t>& chars) const {
+  if (wordpiece_) return wordpiece_->encode(chars);
   std::vector<std::int32_t> out;
   out.reserve(chars.size());
   for (char32_t c : chars) out.push_back(vocab_.id(c));
   return out;
 }
 
-std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const { return ids(normalize(text, norm_)); }
 
 }  // namespace zibert

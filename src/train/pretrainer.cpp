@@ -25,7 +25,7 @@ SequenceSet pack_corpora(const std::vector<const Corpus*>& corpora, const Tokeni
   for (const Corpus* c : corpora)
     for (const std::string& line : c->lines) ids.push_back(tokenizer.encode(line));
   if (lines) *lines = static_cast<std::int64_t>(ids.size());
-  return packed_sequences(ids, max_len);
+  return packed_sequences(ids, max_len, tokenizer.specials());
 }
 
 // The dev sequences in fixed batches, each with its masks.
@@ -36,7 +36,7 @@ std::vector<MaskedBatch> dev_batches(const SequenceSet& dev, std::int64_t vocab_
     for (std::size_t i = first; i < std::min(dev.seqs.size(), first + kDevBatch); ++i) members.push_back(i);
     Batch batch = batch_of(dev, members, false);
     batch.first = static_cast<Index>(first);  // each dev sequence's masks its own
-    MaskedBatch m = mask_tokens(batch, vocab_size, seed, kDevMaskKey, kMaskRate);
+    MaskedBatch m = mask_tokens(batch, vocab_size, dev.specials, seed, kDevMaskKey, kMaskRate);
     m.batch.first = 0;
     out.push_back(std::move(m));
   }
@@ -52,8 +52,8 @@ class MaskedLmObjective : public Objective {
 
   float gradient(Bert<float>& net, DataParallel<float>& runner, const std::vector<std::size_t>& members,
                  std::int64_t step, const DropoutRng& rng) override {
-    masked_ = mask_tokens(batch_of(train_, members, false), vocab_size_, seed_, static_cast<std::uint64_t>(step),
-                          kMaskRate);
+    masked_ = mask_tokens(batch_of(train_, members, false), vocab_size_, train_.specials, seed_,
+                          static_cast<std::uint64_t>(step), kMaskRate);
     return runner.train_mlm(net, masked_, &rng);
   }
 
@@ -133,9 +133,11 @@ Model prepare_encoder(const std::vector<Corpus>& train, const TrainOptions& opt,
   }
   config.task = Task::mlm;
   config.labels = 0;
-  config.vocab_size = vocab.size();
+  const bool wordpiece = base && base->tokenizer.kind() == TokenizerKind::wordpiece;
+  if (!wordpiece) config.vocab_size = vocab.size();
   if (config.vocab_size <= kNumSpecial) throw Error("the text has no character to learn from");
-  Model model{config, Tokenizer(std::move(vocab), norm), ClassifierPart{}, {}, Bert<float>(config), std::nullopt};
+  Model model{config, wordpiece ? base->tokenizer : Tokenizer(std::move(vocab), norm), ClassifierPart{}, {},
+              Bert<float>(config), std::nullopt};
   model.net.init_weights(opt.seed);
   if (base && base->config.task == Task::mlm)
     model.net.params() = base->net.params();

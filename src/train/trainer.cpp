@@ -24,10 +24,11 @@ std::string fmt(const char* format, double a, double b, double c) {
 
 // ---- prepare: labels, vocabulary and initial weights
 
-std::vector<std::vector<char32_t>> normalize_all(const Dataset& data, const Normalization& norm) {
+// Every text as the model's tokenizer reads it (tokenizer.prepare).
+std::vector<std::vector<char32_t>> prepare_all(const Dataset& data, const Tokenizer& tokenizer) {
   std::vector<std::vector<char32_t>> out;
   out.reserve(data.rows.size());
-  for (const Example& ex : data.rows) out.push_back(normalize(ex.text, norm));
+  for (const Example& ex : data.rows) out.push_back(tokenizer.prepare(ex.text));
   return out;
 }
 
@@ -79,6 +80,8 @@ Model prepare_model(const Dataset& train, const std::vector<std::vector<char32_t
   Vocab vocab;
   ModelConfig config = opt.shape;
   added = 0;
+  const bool wordpiece = base && base->tokenizer.kind() == TokenizerKind::wordpiece;
+  if (wordpiece && opt.extend_vocab) throw Error("--extend-vocab adds characters to zibert's vocabulary; this model's is WordPiece's");
   if (base) {
     vocab = base->tokenizer.vocab();
     config = base->config;
@@ -114,6 +117,7 @@ Model prepare_model(const Dataset& train, const std::vector<std::vector<char32_t
   Model model{config, Tokenizer(std::move(vocab), norm), ClassifierPart{labels, positive, windows, std::nullopt}, {},
               Bert<float>(config), std::nullopt};
   model.classifier.check_windows(model.config.multi_label);
+  if (wordpiece) model.tokenizer = base->tokenizer;
   if (from_encoder) {
     model.net.init_weights(opt.seed);
     copy_encoder_weights(base->net, model.net);
@@ -154,6 +158,7 @@ std::vector<std::uint8_t> targets_of(const Dataset& data, std::size_t i, const M
 
 SequenceSet encode_all(const Dataset& data, const std::vector<std::vector<char32_t>>& texts, const Model& model) {
   SequenceSet out;
+  out.specials = model.tokenizer.specials();
   for (std::size_t i = 0; i < data.rows.size(); ++i)
     if (data.multi_label)
       out.add(model.tokenizer.ids(texts[i]), targets_of(data, i, model), model.config.max_len);
@@ -325,8 +330,9 @@ Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOpti
   // A resumed run continues the checkpoint's model: its vocabulary, labels and weights.
   const Model* base = resume ? &resume->model : init;
   const bool from_init = init != nullptr || (resume && resume->state().value("init", false));
-  const Normalization norm{base ? base->tokenizer.normalization().lowercase : opt.lowercase, false};
-  const auto train_texts = normalize_all(train, norm), dev_texts = normalize_all(dev, norm);
+  Tokenizer reader = base ? base->tokenizer : Tokenizer(Vocab(), Normalization{opt.lowercase, false});
+  reader.set_replace_invalid(false);
+  const auto train_texts = prepare_all(train, reader), dev_texts = prepare_all(dev, reader);
   std::int64_t added = 0;
   Model model = prepare_model(train, train_texts, opt, base, added);
   SequenceSet tr = encode_all(train, train_texts, model);
@@ -335,10 +341,11 @@ Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOpti
   const std::size_t train_examples = tr.seqs.size() - outliers, dev_examples = dv.ids.size();
   // Characters the vocabulary lacks (an encoder's, when fine-tuning) become [UNK]: info reports how many.
   std::int64_t characters = 0, unknown = 0;
+  const SpecialIds specials = model.tokenizer.specials();
   for (const auto& seq : tr.seqs)
     for (std::int32_t id : seq) {
-      characters += id >= kNumSpecial || id == kUnk;
-      unknown += id == kUnk;
+      characters += !specials.contains(id) || id == specials.unk;
+      unknown += id == specials.unk;
     }
   progress.message((resume ? "resuming training on " : "training on ") + std::to_string(train_examples) +
                    " examples (" + format_name(train.format) + "), dev " + std::to_string(dev_examples) + ", " +

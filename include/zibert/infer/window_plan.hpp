@@ -26,6 +26,7 @@ struct WindowPlan {
 };
 
 // texts: token ids without [CLS]/[SEP]; max_len: the model's.
-WindowPlan plan_windows(const std::vector<std::vector<std::int32_t>>& texts, std::int64_t max_len);
+WindowPlan plan_windows(const std::vector<std::vector<std::int32_t>>& texts, std::int64_t max_len,
+                        const SpecialIds& specials);
 
 }  // namespace zibert

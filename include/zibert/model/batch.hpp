@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "zibert/text/wordpiece.hpp"
+
 #include "zibert/nn/tensor.hpp"
 
 namespace zibert {
@@ -37,7 +39,8 @@ struct MaskedBatch {
 };
 
 // [CLS] ids [SEP], with ids cut to max_len − 2.
-std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len);
+std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len,
+                                        const SpecialIds& specials);
 
 // Overlapping windows covering a text of `length` characters: each at most
 // `width` long, consecutive ones overlapping by half. Returns start offsets.
@@ -53,6 +56,7 @@ struct SequenceSet {
   std::vector<std::vector<std::uint8_t>> targets;  // multi-label rows instead: (K) 0/1 each
   std::vector<std::int64_t> lengths;            // of seqs, specials included
   std::int64_t truncated = 0;                   // texts that were cut
+  SpecialIds specials;                          // the [CLS] and [SEP] add() wraps with
   void add(const std::vector<std::int32_t>& ids, std::int32_t label, std::int64_t max_len);
   void add(const std::vector<std::int32_t>& ids, std::vector<std::uint8_t> targets, std::int64_t max_len);
 };

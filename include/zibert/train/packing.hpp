@@ -15,10 +15,11 @@ namespace zibert {
 // each a sequence of its own, and what is left of it (shorter) opens the
 // next sequence, which later lines may join. Empty lines are skipped.
 std::vector<std::vector<std::int32_t>> pack_lines(const std::vector<std::vector<std::int32_t>>& lines,
-                                                  std::int64_t max_len);
+                                                  std::int64_t max_len, const SpecialIds& specials);
 
 // The same as a SequenceSet (no labels), ready for batching: what pretrain
 // trains on and bench --mlm times.
-SequenceSet packed_sequences(const std::vector<std::vector<std::int32_t>>& lines, std::int64_t max_len);
+SequenceSet packed_sequences(const std::vector<std::vector<std::int32_t>>& lines, std::int64_t max_len,
+                             const SpecialIds& specials);
 
 }  // namespace zibert
