@@ -40,6 +40,18 @@ Chunk read_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line
   return chunk;
 }
 
+bool for_each_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line_no,
+                    const std::function<bool(const Chunk&)>& answer) {
+  for (bool eof = false; !eof;) {
+    const Chunk chunk = read_chunk(src, tokenizer, line_no);
+    const bool more = answer(chunk);
+    if (chunk.error) std::rethrow_exception(chunk.error);
+    if (!more) return false;
+    eof = chunk.eof;
+  }
+  return true;
+}
+
 std::string display_name(const LineSource& src) { return src.name() == "-" ? "(standard input)" : src.name(); }
 
 LineSource open_input(const std::string& path) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct Chunk {
 // Up to kChunkLines lines (fewer when the input stalls); line_no counts the
 // lines of src read so far.
 Chunk read_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line_no);
+
+// Reads src to its end chunk by chunk, handing each to answer (the lines
+// before a bad one too), then rethrows a bad line's error. answer returns
+// false to stop early; the result says whether the input was read to its end.
+bool for_each_chunk(LineSource& src, const Tokenizer& tokenizer, std::int64_t& line_no,
+                    const std::function<bool(const Chunk&)>& answer);
 
 // "(standard input)" for "-", else the file name.
 std::string display_name(const LineSource& src);

@@ -107,14 +107,13 @@ class Classify {
   void lines(LineSource& src) {
     std::int64_t line_no = o_.line_offset, file_matches = 0;
     InputProgress progress(InputProgress::wanted(o_.progress, src));
-    for (bool eof = false; !eof;) {
-      Chunk chunk = read_chunk(src, tokenizer_, line_no);
+    const bool whole = for_each_chunk(src, tokenizer_, line_no, [&](const Chunk& chunk) {
       emit(src, chunk.lines, chunk.ids, chunk.first, file_matches);  // the lines before a bad one are written
-      if (chunk.error) std::rethrow_exception(chunk.error);
-      eof = chunk.eof;
-      if (o_.quiet && matches_ > 0) return;
+      if (o_.quiet && matches_ > 0 && !chunk.error) return false;
       progress.update(src, line_no - o_.line_offset);
-    }
+      return true;
+    });
+    if (!whole) return;
     progress.finish(src, line_no - o_.line_offset);
     if (o_.count && !o_.quiet)
       write_out((show_names_ ? display(src) + ":" : "") + std::to_string(file_matches) + "\n");

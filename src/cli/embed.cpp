@@ -60,14 +60,12 @@ int run_embed(const EmbedCli& o) {
     LineSource src = open_input(path);
     std::int64_t line_no = o.line_offset;
     InputProgress progress(InputProgress::wanted(o.progress, src));
-    for (bool eof = false; !eof;) {
-      Chunk chunk = read_chunk(src, tokenizer, line_no);
+    for_each_chunk(src, tokenizer, line_no, [&](const Chunk& chunk) {
       if (!chunk.ids.empty())  // the lines before a bad one are written
         write_out(records(o, embedder.embed_ids(chunk.ids), embedder.dim(), src, chunk.first, inputs.size() > 1));
-      if (chunk.error) std::rethrow_exception(chunk.error);
-      eof = chunk.eof;
       progress.update(src, line_no - o.line_offset);
-    }
+      return true;
+    });
     progress.finish(src, line_no - o.line_offset);
   }
   return kExitOk;

@@ -44,14 +44,12 @@ int run_tokenize(const TokenizeCli& o) {
   for (const std::string& path : inputs) {
     LineSource src = open_input(path);
     std::int64_t line_no = 0;
-    for (bool eof = false; !eof;) {
-      Chunk chunk = read_chunk(src, tokenizer, line_no);
+    for_each_chunk(src, tokenizer, line_no, [&](const Chunk& chunk) {
       std::string out;
       for (const std::vector<std::int32_t>& ids : chunk.ids) out += record(o, tokenizer, ids);
       if (!out.empty()) write_out(out);  // the lines before a bad one are written
-      if (chunk.error) std::rethrow_exception(chunk.error);
-      eof = chunk.eof;
-    }
+      return true;
+    });
   }
   return kExitOk;
 }
