@@ -148,6 +148,14 @@ TEST_CASE("a WordPiece model file keeps its tokenizer, and tokenize shows what t
   CHECK(back.tokenizer.wordpiece()->options().strip_accents == std::optional<bool>(false));
   CHECK(back.tokenizer.encode("Café 佛跳[MASK]") == wp.encode("Café 佛跳[MASK]"));
 
+  const test::RunResult info = test::run_zibert("info -m " + dir + "/wp.safetensors");
+  CHECK(info.out.find("vocab       36 tokens, BERT's WordPiece (lower-cased, accents kept, CJK characters split)\n") !=
+        std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(test::run_zibert("info --json -m " + dir + "/wp.safetensors").out);
+  CHECK(j.at("tokenizer") == "wordpiece");
+  CHECK(j.at("wordpiece").at("strip_accents") == false);
+  CHECK(nlohmann::json::parse(test::run_zibert("info --json -m fotiaoqiang").out).at("tokenizer") == "character");
+
   test::write_text(dir + "/in.txt", "Unbelievable佛跳墙!\n\nab\n");
   const test::RunResult r = test::run_zibert("tokenize -m " + dir + "/wp.safetensors " + dir + "/in.txt");
   CHECK(r.status == 0);

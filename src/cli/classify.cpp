@@ -109,7 +109,7 @@ class Classify {
     InputProgress progress(InputProgress::wanted(o_.progress, src));
     const bool whole = for_each_chunk(src, tokenizer_, line_no, [&](const Chunk& chunk) {
       emit(src, chunk.lines, chunk.ids, chunk.first, file_matches);  // the lines before a bad one are written
-      if (o_.quiet && matches_ > 0 && !chunk.error) return false;
+      if (o_.quiet && matches_ > 0) return false;
       progress.update(src, line_no - o_.line_offset);
       return true;
     });

@@ -28,7 +28,10 @@ int run_info(const InfoCli& o) {
   j["task"] = task_name(c.task);
   j["labels"] = m.classifier.labels;
   j["positive_label"] = m.classifier.positive;
-  j["lowercase"] = m.tokenizer.normalization().lowercase;
+  const WordPiece* wp = m.tokenizer.wordpiece();
+  j["tokenizer"] = tokenizer_kind_name(m.tokenizer.kind());
+  if (wp) j["wordpiece"] = wordpiece_to_json(wp->options());
+  j["lowercase"] = wp ? wp->options().lowercase : m.tokenizer.normalization().lowercase;
   j["variants"] = m.tokenizer.vocab().variants().size();
   if (c.task == Task::classify) {
     j["windows"] = windows_name(m.classifier.window_combine());
@@ -68,8 +71,14 @@ int run_info(const InfoCli& o) {
   } else {
     std::printf("parameters  %zu (%.2f MB as F32)\n", params, double(params) * 4 / 1e6);
   }
-  std::printf("vocab       %lld tokens (5 special), NFKC%s\n", static_cast<long long>(c.vocab_size),
-              m.tokenizer.normalization().lowercase ? ", case-folded" : "");
+  if (wp)
+    std::printf("vocab       %lld tokens, BERT's WordPiece (%s, %s%s)\n", static_cast<long long>(c.vocab_size),
+                wp->options().lowercase ? "lower-cased" : "cased",
+                wp->options().strips_accents() ? "accents stripped" : "accents kept",
+                wp->options().handle_chinese_chars ? ", CJK characters split" : "");
+  else
+    std::printf("vocab       %lld tokens (5 special), NFKC%s\n", static_cast<long long>(c.vocab_size),
+                m.tokenizer.normalization().lowercase ? ", case-folded" : "");
   if (const auto& variants = m.tokenizer.vocab().variants(); !variants.empty())
     std::printf("variants    %zu characters without a row read as a variant's (%s; zibert variants)\n",
                 variants.size(), variants_sample(variants).c_str());

@@ -90,12 +90,6 @@ void append_lowercase(char32_t c, std::u32string& out) {
   out.push_back(static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
 }
 
-std::string to_utf8(const std::u32string& s, std::size_t from, std::size_t to) {
-  std::string out;
-  for (std::size_t i = from; i < to; ++i) out += utf8_encode(s[i]);
-  return out;
-}
-
 }  // namespace
 
 nlohmann::json wordpiece_to_json(const WordPieceOptions& o) {
@@ -234,12 +228,23 @@ void WordPiece::word_pieces(const std::u32string& word, std::vector<std::int32_t
     out.push_back(specials_.unk);
     return;
   }
+  // The word's UTF-8 once, and where each character starts in it.
+  std::string utf8;
+  std::vector<std::size_t> at;
+  at.reserve(word.size() + 1);
+  for (char32_t c : word) {
+    at.push_back(utf8.size());
+    utf8 += utf8_encode(c);
+  }
+  at.push_back(utf8.size());
   const std::size_t first = out.size();
+  std::string piece;
   for (std::size_t start = 0; start < word.size();) {
     std::int32_t found = -1;
     std::size_t end = word.size();
     for (; end > start; --end) {
-      const std::string piece = (start > 0 ? "##" : "") + to_utf8(word, start, end);
+      piece.assign(start > 0 ? "##" : "");
+      piece.append(utf8, at[start], at[end] - at[start]);
       if (auto it = index_.find(piece); it != index_.end()) {
         found = it->second;
         break;

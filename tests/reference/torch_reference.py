@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The parity fixtures: the PyTorch reference (torch_bert.py) against zibert.
 
 Builds a tiny BertForSequenceClassification (DESIGN §3: Hugging Face tensor
@@ -14,7 +14,7 @@ tied to the word embeddings plus cls.predictions.bias), the logits on the
 masked positions only, the loss over them, every gradient
 (the tied decoder's adding into the word embeddings') and 3 AdamW steps.
 
-usage: tests/reference/torch_reference.py [OUT.json [OUT_MLM.json]]   (Debian python3-torch)
+usage: /usr/bin/python3 tests/reference/torch_reference.py [OUT.json [OUT_MLM.json]]   (Debian python3-torch)
 """
 import json
 import math

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "zibert/text/wordpiece.hpp"
+#include "zibert/text/vocab.hpp"
 
 #include "zibert/nn/tensor.hpp"
 

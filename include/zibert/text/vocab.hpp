@@ -11,6 +11,18 @@ namespace zibert {
 enum SpecialId : std::int32_t { kPadId = 0, kUnk = 1, kCls = 2, kSep = 3, kMask = 4, kNumSpecial = 5 };
 inline constexpr const char* kSpecialNames[kNumSpecial] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
 
+// The ids of the special tokens a model wraps and masks text with: the
+// defaults are zibert's character vocabulary's; a WordPiece vocabulary has
+// them where its vocab.txt puts them.
+struct SpecialIds {
+  std::int32_t pad = kPadId, unk = kUnk, cls = kCls, sep = kSep, mask = kMask;
+  // Masking's random replacements come from [first_regular, vocabulary size):
+  // past the specials for zibert's vocabulary; all of it for WordPiece, as
+  // Hugging Face's data collator draws them.
+  std::int32_t first_regular = kNumSpecial;
+  bool contains(std::int32_t id) const { return id == pad || id == unk || id == cls || id == sep || id == mask; }
+};
+
 class Vocab {
  public:
   Vocab() = default;

@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "zibert/text/vocab.hpp"
+
 namespace zibert {
 
 // What tokenizer_config.json (or tokenizer.json's normalizer) says; the
@@ -33,17 +35,6 @@ struct WordPieceOptions {
 // wrong field.
 nlohmann::json wordpiece_to_json(const WordPieceOptions& options);
 WordPieceOptions wordpiece_from_json(const nlohmann::json& j);
-
-// The ids of the special tokens a model wraps and masks text with (the
-// defaults are zibert's character vocabulary's, vocab.hpp).
-struct SpecialIds {
-  std::int32_t pad = 0, unk = 1, cls = 2, sep = 3, mask = 4;
-  // Masking's random replacements come from [first_regular, vocabulary size):
-  // past the specials for zibert's vocabulary; all of it for WordPiece, as
-  // Hugging Face's data collator draws them.
-  std::int32_t first_regular = 5;
-  bool contains(std::int32_t id) const { return id == pad || id == unk || id == cls || id == sep || id == mask; }
-};
 
 class WordPiece {
  public:
