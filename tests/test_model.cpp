@@ -33,18 +33,20 @@ Batch tiny_batch() {
 }  // namespace
 
 TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "[model][gradcheck]") {
-  // dropout; BERT, shared Q = K or no position embeddings; the last layer on [CLS] rows only or on every row.
+  // dropout; BERT, shared Q = K, no position embeddings or token type embeddings (an imported
+  // checkpoint's); the last layer on [CLS] rows only or on every row.
 #ifdef ZIBERT_SANITIZED
   // Some thirty times slower here: each choice at least once (the Release build checks all twelve combinations).
   const std::tuple<double, int, bool> choice =
-      GENERATE(table<double, int, bool>({{0.0, 0, false}, {0.2, 1, true}, {0.2, 2, false}}));
+      GENERATE(table<double, int, bool>({{0.0, 0, false}, {0.2, 1, true}, {0.2, 2, false}, {0.2, 3, false}}));
 #else
-  const std::tuple<double, int, bool> choice{GENERATE(0.0, 0.2), GENERATE(0, 1, 2), GENERATE(false, true)};
+  const std::tuple<double, int, bool> choice{GENERATE(0.0, 0.2), GENERATE(0, 1, 2, 3), GENERATE(false, true)};
 #endif
   const auto [dropout, variant, all_rows] = choice;
   ModelConfig cfg = tiny_config(dropout);
   cfg.tie_qk = variant == 1;
   cfg.position = variant != 2;
+  cfg.type_vocab_size = variant == 3 ? 2 : 0;
   Bert<double> net(cfg);
   // Large weights so that every gradient is well above rounding noise.
   fill_uniform(net.params().data(), net.params().size(), 21, -0.5, 0.5);
@@ -67,6 +69,8 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
         if (row == 0 || row == 1 || row == 4 || row == 11) CHECK(analytic[t.offset + i] == 0.0);
       }
     }
+    if (t.name == "bert.embeddings.token_type_embeddings.weight")  // every token is of type 0
+      for (std::size_t i = 8; i < t.size; ++i) CHECK(analytic[t.offset + i] == 0.0);
     check_tensor_gradient(t.name, analytic.data() + t.offset, num);
   }
 }
@@ -185,6 +189,7 @@ TEST_CASE("padding does not change a sequence's prediction", "[model]") {
 TEST_CASE("the inference fast path gives the training pass's probabilities, each row alone or grouped", "[model]") {
   ModelConfig cfg = tiny_config(0.0);
   cfg.max_len = 40;
+  cfg.type_vocab_size = GENERATE(0, 2);  // zibert's own embeddings, or an imported checkpoint's with token types
   Bert<float> net(cfg);
   net.init_weights(5);
   // 60 sequences of 37 tokens: 2220 rows, more than one pass of kPredictRows
@@ -293,6 +298,11 @@ TEST_CASE("tabulated first-layer projections give the inference pass of the mult
   SECTION("without position embeddings") {
     cfg.position = false;
     check_tabulated<float>(cfg, 1e-5);
+  }
+  SECTION("with token type embeddings (an imported checkpoint's)") {
+    cfg.type_vocab_size = 2;
+    check_tabulated<float>(cfg, 1e-5);
+    check_tabulated<double>(cfg, 1e-12);
   }
   SECTION("too large to tabulate") {
     Bert<float> net(cfg, false);

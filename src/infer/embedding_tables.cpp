@@ -49,8 +49,14 @@ std::unique_ptr<EmbeddingTables<T>> embedding_tables(const Bert<T>& net, std::si
   tables->word.reset(new T[static_cast<std::size_t>(vocab * width)]);  // filled row by row, as tokens come
   tables->filled.assign(static_cast<std::size_t>(vocab), 0);
   tables->pos.resize(static_cast<std::size_t>(positions * width));
-  if (positions > 0)
+  if (positions > 0 && emb.token_type.value) {  // every token's type is 0's: one row added to every position
+    MatR<T> pos_type = emb.position.w();
+    pos_type.rowwise() += emb.token_type.w().row(0);
+    centred_projections<T>(MatMap<T>(pos_type.data(), positions, pos_type.cols()), nullptr, positions, tables->a,
+                           tables->pos.data());
+  } else if (positions > 0) {
     centred_projections<T>(emb.position.w(), nullptr, positions, tables->a, tables->pos.data());
+  }
   tables->bias.resize(static_cast<std::size_t>(width));
   Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(tables->bias.data(), width) =
       emb.ln.beta.row() * qkv.weight.w().transpose() + qkv.bias.row();

@@ -68,6 +68,8 @@ void Bert<T>::bind() {
   const Index c = config_.dim;
   embeddings_.word = param("bert.embeddings.word_embeddings.weight");
   embeddings_.position = config_.position ? param("bert.embeddings.position_embeddings.weight") : Param<T>{};
+  embeddings_.token_type =
+      config_.type_vocab_size > 0 ? param("bert.embeddings.token_type_embeddings.weight") : Param<T>{};
   embeddings_.ln = {param("bert.embeddings.LayerNorm.weight"), param("bert.embeddings.LayerNorm.bias"),
                     T(config_.layer_norm_eps)};
   layers_.assign(config_.layers, {});
@@ -99,6 +101,7 @@ void Bert<T>::bind() {
     mlm_.ln = {param(p + "transform.LayerNorm.weight"), param(p + "transform.LayerNorm.bias"),
                T(config_.layer_norm_eps)};
     mlm_.bias = param(p + "bias");
+    mlm_.decoder = config_.tie_decoder ? embeddings_.word : param(p + "decoder.weight");
   }
 }
 
@@ -133,7 +136,7 @@ void Bert<T>::init_weights(std::uint64_t seed) {
   embeddings_.word.w().row(0).setZero();
 }
 
-// ---- embeddings: x = LayerNorm(word[ids] + pos[0..T))
+// ---- embeddings: x = LayerNorm(word[ids] + type[0] + pos[0..T)), summed in Hugging Face's order
 
 template <class T>
 void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const {
@@ -143,6 +146,7 @@ void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xha
     const std::int32_t id = batch.ids[i];
     if (id < 0 || id >= word.rows) throw Error("token id out of range");
     sum.row(i) = w.row(id);
+    if (token_type.value) sum.row(i) += token_type.w().row(0);
     if (position.value) sum.row(i) += position.w().row(i % batch.seq);
   }
   ln.forward(sum, y, xhat, rstd);
@@ -157,6 +161,7 @@ void Embeddings<T>::backward(const Batch& batch, const CRef<T>& dy, const CRef<T
   for (Index i = 0; i < n; ++i) {
     if (batch.ids[i] == kPadId) continue;  // [PAD] rows carry no gradient
     dword.row(batch.ids[i]) += dsum.row(i);
+    if (token_type.value) token_type.g().row(0) += dsum.row(i);
     if (position.value) position.g().row(i % batch.seq) += dsum.row(i);
   }
 }

@@ -35,7 +35,7 @@ T Bert<T>::forward_mlm(const MaskedBatch& masked, ModelCache<T>& cache, const Dr
   gelu_forward<T>(pre, act);
   mlm_.ln.forward(act, h, mc.xhat.view(m, c), mc.rstd.view(m, 1));
   MatMap<T> logits = mc.logits.view(m, v), probs = mc.probs.view(m, v);  // (M, V)
-  const Linear<T> decoder{embeddings_.word, mlm_.bias};                   // tied to the word embeddings
+  const Linear<T> decoder{mlm_.decoder, mlm_.bias};                       // the word embeddings when tied
   decoder.forward(h, logits);
   if (masked.targets.empty() || m == 0) {
     probs = logits;
@@ -60,8 +60,8 @@ void Bert<T>::backward_mlm(const MaskedBatch& masked, ModelCache<T>& cache) {
   cross_entropy_backward<T>(MatMap<T>(mc.probs.data.data(), m, v), masked.targets.data(), dlogits);
   MatMap<T> dh = mc.grad_h.view(m, c), dact = mc.grad_act.view(m, c), dx = mc.grad_x.view(m, c);  // (M, C)
   Ref<T> dh_ref(dh), dx_ref(dx);
-  const Linear<T> decoder{embeddings_.word, mlm_.bias};
-  decoder.backward(MatMap<T>(mc.h.data.data(), m, c), dlogits, &dh_ref);  // dE += dlogitsᵀ h
+  const Linear<T> decoder{mlm_.decoder, mlm_.bias};
+  decoder.backward(MatMap<T>(mc.h.data.data(), m, c), dlogits, &dh_ref);  // dE += dlogitsᵀ h (tied: into the word embeddings)
   mlm_.ln.backward(dh, MatMap<T>(mc.xhat.data.data(), m, c), MatMap<T>(mc.rstd.data.data(), m, 1), dact,
                    cache.ln_scratch);
   gelu_backward<T>(MatMap<T>(mc.pre.data.data(), m, c), dact, dact);
@@ -85,7 +85,12 @@ void copy_encoder_weights(const Bert<T>& from, Bert<T>& to) {
 template <class T>
 void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only) {
   for (const TensorInfo& t : to.layout()) {
-    if (encoder_only && !is_encoder_tensor(t.name)) continue;
+    // A pooler comes along when from has one: an imported encoder's pretrained
+    // pooler, kept for fine-tuning as BertForSequenceClassification keeps it.
+    const bool pooler = t.name.starts_with("bert.pooler.") &&
+                        std::any_of(from.layout().begin(), from.layout().end(),
+                                    [&](const TensorInfo& f) { return f.name == t.name; });
+    if (encoder_only && !is_encoder_tensor(t.name) && !pooler) continue;
     const TensorInfo& f = from.tensor(t.name);
     const bool more_rows = t.name == "bert.embeddings.word_embeddings.weight" && f.shape.size() == 2 &&
                            t.shape.size() == 2 && f.shape[1] == t.shape[1] && f.shape[0] <= t.shape[0];

@@ -27,8 +27,12 @@ void ModelConfig::validate() const {
   if (task == Task::mlm && multi_label) bad("an encoder (task mlm) has no labels to be multi-label");
   if (!(dropout >= 0.0 && dropout < 1.0)) bad("dropout must be in [0, 1)");
   if (!(layer_norm_eps > 0.0 && layer_norm_eps < 1.0)) bad("layer_norm_eps must be in (0, 1)");
+  if (type_vocab_size < 0 || type_vocab_size > 1024) bad("type_vocab_size must be in 0..1024");
+  if (type_vocab_size > 0 && !position) bad("token type embeddings come with position embeddings");
+  if (task == Task::classify && (pooler || !tie_decoder))
+    bad("pooler and tie_decoder describe an encoder (task mlm); a classifier always has a pooler and no decoder");
   // The whole model must stay far below what could overflow offsets.
-  double params = double(vocab_size + max_len) * dim + double(layers) * (4.0 * dim * dim + 2.0 * dim * ffn);
+  double params = double(vocab_size * (tie_decoder ? 1 : 2) + max_len + type_vocab_size) * dim + double(layers) * (4.0 * dim * dim + 2.0 * dim * ffn);
   if (params > 4e9) bad("more than 4e9 parameters");
 }
 
@@ -44,6 +48,7 @@ std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
   const std::int64_t c = cfg.dim, f = cfg.ffn;
   add("bert.embeddings.word_embeddings.weight", {cfg.vocab_size, c});
   if (cfg.position) add("bert.embeddings.position_embeddings.weight", {cfg.max_len, c});
+  if (cfg.type_vocab_size > 0) add("bert.embeddings.token_type_embeddings.weight", {cfg.type_vocab_size, c});
   add("bert.embeddings.LayerNorm.weight", {c});
   add("bert.embeddings.LayerNorm.bias", {c});
   for (std::int64_t l = 0; l < cfg.layers; ++l) {
@@ -71,12 +76,18 @@ std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
     add("bert.pooler.dense.bias", {c});
     add("classifier.weight", {cfg.labels, c});
     add("classifier.bias", {cfg.labels});
-  } else {  // BertForMaskedLM's head; the decoder's weight is the word embeddings
+  } else {  // BertForMaskedLM's head; the decoder's weight is the word embeddings unless untied
+    if (cfg.pooler) {  // kept for fine-tuning, unused by the masked-LM pass: no weight decay
+      add("bert.pooler.dense.weight", {c, c});
+      out.back().decay = false;
+      add("bert.pooler.dense.bias", {c});
+    }
     add("cls.predictions.transform.dense.weight", {c, c});
     add("cls.predictions.transform.dense.bias", {c});
     add("cls.predictions.transform.LayerNorm.weight", {c});
     add("cls.predictions.transform.LayerNorm.bias", {c});
     add("cls.predictions.bias", {cfg.vocab_size});
+    if (!cfg.tie_decoder) add("cls.predictions.decoder.weight", {cfg.vocab_size, c});
   }
   return out;
 }
@@ -92,6 +103,9 @@ nlohmann::json config_to_json(const ModelConfig& c) {
           {"labels", c.labels},         {"dropout", c.dropout}, {"layer_norm_eps", c.layer_norm_eps},
           {"tie_qk", c.tie_qk},         {"position_embeddings", c.position}, {"task", task_name(c.task)}};
   if (c.multi_label) j["problem_type"] = kMultiLabel;  // single-label files stay as they were
+  if (c.type_vocab_size > 0) j["type_vocab_size"] = c.type_vocab_size;  // and so do files without these
+  if (c.pooler) j["pooler"] = true;
+  if (!c.tie_decoder) j["tie_decoder"] = false;
   return j;
 }
 
@@ -109,6 +123,9 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.tie_qk = j.value("tie_qk", false);
   c.position = j.value("position_embeddings", true);
   c.task = task_from_name(j.value("task", "classify"));
+  c.type_vocab_size = j.value("type_vocab_size", std::int64_t(0));
+  c.pooler = j.value("pooler", false);
+  c.tie_decoder = j.value("tie_decoder", true);
   const std::string problem = j.value("problem_type", kSingleLabel);
   if (problem != kSingleLabel && problem != kMultiLabel)
     throw Error("unknown problem_type \"" + problem + "\" (zibert reads " + kSingleLabel + " and " + kMultiLabel + ")");

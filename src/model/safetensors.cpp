@@ -17,8 +17,30 @@ namespace {
 constexpr std::uint64_t kMaxHeader = 100u << 20;  // 100 MB of JSON is more than any real header
 }
 
-const char* dtype_name(DType t) { return t == DType::i8 ? "I8" : t == DType::f16 ? "F16" : "F32"; }
-std::size_t dtype_size(DType t) { return t == DType::i8 ? 1 : t == DType::f16 ? 2 : 4; }
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::i8: return "I8";
+    case DType::f16: return "F16";
+    case DType::bf16: return "BF16";
+    case DType::i64: return "I64";
+    case DType::f32: break;
+  }
+  return "F32";
+}
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::i8: return 1;
+    case DType::f16: case DType::bf16: return 2;
+    case DType::i64: return 8;
+    case DType::f32: break;
+  }
+  return 4;
+}
+
+bool is_float_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+
+float float_from_bfloat16(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
 
 std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
                                const std::vector<TensorRef>& tensors) {
@@ -48,7 +70,7 @@ std::string encode_safetensors(const std::map<std::string, std::string>& metadat
 }
 
 void SafeTensor::copy_to(float* out) const {
-  if (dtype == DType::i8) throw Error("an I8 tensor read as F32");
+  if (!is_float_dtype(dtype)) throw Error(std::string("an ") + dtype_name(dtype) + " tensor read as F32");
   if (dtype == DType::f32) {
     if (count) std::memcpy(out, bytes, 4 * count);
     return;
@@ -56,7 +78,7 @@ void SafeTensor::copy_to(float* out) const {
   for (std::size_t i = 0; i < count; ++i) {
     std::uint16_t h = 0;
     std::memcpy(&h, bytes + 2 * i, 2);
-    out[i] = float_from_half(h);
+    out[i] = dtype == DType::f16 ? float_from_half(h) : float_from_bfloat16(h);
   }
 }
 
@@ -118,11 +140,12 @@ SafeTensor tensor_entry(const std::string& key, const nlohmann::json& value, con
   const std::string where = "tensor \"" + key + "\"";
   if (!value.is_object()) throw bad(where + " is not an object");
   if (!value.contains("dtype") || !value["dtype"].is_string()) throw bad(where + " has no dtype");
-  std::string dtype = value["dtype"].get<std::string>();
-  if (dtype != "F32" && dtype != "I8" && dtype != "F16")
-    throw bad(where + " has dtype " + dtype + "; zibert reads F32, I8 and F16");
+  const std::string dtype = value["dtype"].get<std::string>();
   SafeTensor t;
-  t.dtype = dtype == "I8" ? DType::i8 : dtype == "F16" ? DType::f16 : DType::f32;
+  bool known = false;
+  for (DType d : {DType::f32, DType::i8, DType::f16, DType::bf16, DType::i64})
+    if (dtype == dtype_name(d)) t.dtype = d, known = true;
+  if (!known) throw bad(where + " has dtype " + dtype + "; zibert reads F32, F16, BF16, I8 and I64");
   if (!value.contains("shape") || !value["shape"].is_array()) throw bad(where + " has no shape");
   if (!value.contains("data_offsets") || !value["data_offsets"].is_array() || value["data_offsets"].size() != 2)
     throw bad(where + " has no [begin, end] data_offsets");

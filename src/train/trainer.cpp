@@ -107,7 +107,9 @@ Model prepare_model(const Dataset& train, const std::vector<std::vector<char32_t
     vocab = builder.build(opt.min_count);
     config.vocab_size = vocab.size();
   }
-  config.task = Task::classify;  // an encoder's shape, a classifier's head
+  config.task = Task::classify;  // an encoder's shape, a classifier's head (its pooler the encoder's, if kept)
+  config.pooler = false;
+  config.tie_decoder = true;
   config.labels = static_cast<std::int64_t>(labels.size());
   config.multi_label = multi_label;
   // How long texts' windows combine: as asked, else as the starting model did, else mean.

@@ -6,7 +6,8 @@
 // as mean x = mean w + mean p. The two products are the same for every text:
 // A(p − mean p) is computed for every position up front, A(w − mean w) for a
 // vocabulary entry the first time it is needed (tabulate), and an inference
-// pass gathers them per token instead of multiplying out.
+// pass gathers them per token instead of multiplying out. A model with token
+// types adds type row 0 to every token: it is tabulated with the positions.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,7 +23,7 @@ struct EmbeddingTables {
   Index width = 0;                    // W: 3C, or 2C with tied projections
   std::unique_ptr<T[]> word;          // (vocab, W): A(w − mean w), row v valid once filled[v]
   std::vector<std::uint8_t> filled;   // (vocab)
-  AlignedVector<T> pos;               // (max_len, W): A(p − mean p); empty without positions
+  AlignedVector<T> pos;               // (max_len, W): A(p − mean p), p with type row 0; empty without positions
   AlignedVector<T> bias;              // (W): Wqkv β + b
   MatR<T> a;                          // (W, C): A, for the rows still to come
 };

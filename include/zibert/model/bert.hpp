@@ -65,7 +65,7 @@ struct ModelCache {
   bool rows_only = false;
   std::vector<std::int32_t> last_rows;
   std::vector<std::uint8_t> key_valid;  // (B*T)
-  Buffer<T> emb_sum;    // (N, C) word + position embedding
+  Buffer<T> emb_sum;    // (N, C) word + token type + position embedding
   Buffer<T> emb_xhat;   // (N, C)
   Buffer<T> emb_rstd;   // (N, 1)
   Buffer<T> emb_drop;   // (N, C)
@@ -86,16 +86,19 @@ struct ModelCache {
   MlmCache<T> mlm;       // the masked-LM head's (forward_mlm)
 };
 
-// x = LayerNorm(word[ids] + pos[0..T)): the embeddings.
+// x = LayerNorm(word[ids] + type[0] + pos[0..T)): the embeddings. Every
+// input is one segment, so the token type row is 0's, as Hugging Face's
+// token_type_ids default.
 template <class T>
 struct Embeddings {
-  Param<T> word;      // (V, C)
-  Param<T> position;  // (max_len, C); unbound (value == nullptr) without position embeddings
+  Param<T> word;        // (V, C)
+  Param<T> position;    // (max_len, C); unbound (value == nullptr) without position embeddings
+  Param<T> token_type;  // (type_vocab_size, C); unbound without token types (zibert's own models)
   LayerNorm<T> ln;
   // ids (B*T) → sum (N, C) word + position, y (N, C); xhat and rstd for backward.
   void forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const;
-  // Differentiates y = LN(word[ids] + pos): accumulates into the word and
-  // position gradients ([PAD] rows carry none). dsum is scratch (N, C).
+  // Differentiates y = LN(word[ids] + type[0] + pos): accumulates into the
+  // word, token type and position gradients ([PAD] rows carry none). dsum is scratch (N, C).
   void backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dsum,
                 Buffer<T>& scratch) const;
 };
@@ -117,12 +120,14 @@ struct ClassifierHead {
 };
 
 // BertForMaskedLM's head on the chosen rows x (M, C):
-// h = LN(GELU(x Wtᵀ + bt)); logits = h Eᵀ + b, with E the word embeddings.
+// h = LN(GELU(x Wtᵀ + bt)); logits = h Eᵀ + b, with E the word embeddings
+// (tied) or a decoder matrix of its own.
 template <class T>
 struct MlmHead {
   Linear<T> transform;  // (C, C)
   LayerNorm<T> ln;
   Param<T> bias;        // (V, 1) cls.predictions.bias
+  Param<T> decoder;     // (V, C) the word embeddings' view when tied, else cls.predictions.decoder.weight
 };
 
 template <class T>
@@ -222,8 +227,9 @@ template <class T>
 void label_probabilities(const ModelConfig& config, Ref<T> logits);
 
 // Copies every encoder tensor (bert.embeddings.*, bert.encoder.*) of from
-// into to, whose heads stay as they are: fine-tuning from an encoder, or
-// pretraining from a classifier. The shapes must agree (throws Error).
+// into to, and the pooler when both have one; to's heads stay as they are:
+// fine-tuning from an encoder, or pretraining from a classifier. The shapes
+// must agree (throws Error).
 template <class T>
 void copy_encoder_weights(const Bert<T>& from, Bert<T>& to);
 // Every tensor of `to` (its encoder's only, when encoder_only) from the tensor

@@ -33,6 +33,15 @@ struct ModelConfig {
   // Ablations for the experiments of DESIGN §0; the defaults are BERT.
   bool tie_qk = false;    // one projection for queries and keys (no key.weight/key.bias)
   bool position = true;   // learned position embeddings
+  // What imported Hugging Face checkpoints carry and zibert's own models do
+  // not (their files have none of these fields):
+  // token type embeddings (type_vocab_size rows; every input is one segment,
+  // so row 0 is added to every token), a pooler kept by an encoder (task mlm)
+  // for the classifier fine-tuned from it, and a masked-LM decoder of its own
+  // instead of the word embeddings.
+  std::int64_t type_vocab_size = 0;
+  bool pooler = false;       // task mlm only: bert.pooler.* (a classifier always has one)
+  bool tie_decoder = true;   // task mlm only: false adds cls.predictions.decoder.weight
   void validate() const;  // throws Error on an impossible shape
 };
 
@@ -47,7 +56,7 @@ struct TensorInfo {
 // Every parameter of a model with this config, in buffer order: the
 // encoder (bert.embeddings.*, bert.encoder.*), then the task's head
 // (bert.pooler.* and classifier.*, or cls.predictions.*, whose decoder is
-// tied to the word embeddings).
+// the word embeddings unless untied; an encoder's kept pooler comes first).
 std::vector<TensorInfo> parameter_layout(const ModelConfig& config);
 
 // The tensors of the encoder alone (what fine-tuning takes from an encoder).

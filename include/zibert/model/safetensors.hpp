@@ -11,10 +11,14 @@ namespace zibert {
 
 // The element types zibert reads and writes: float32 weights, int8 ones of
 // a quantized model (zibert quantize), and float16 ones of a model stored in
-// half precision (zibert quantize --to float16).
-enum class DType { f32, i8, f16 };
-const char* dtype_name(DType t);  // "F32", "I8", "F16": safetensors' names
+// half precision (zibert quantize --to float16). Hugging Face checkpoints
+// also hold bfloat16 weights and int64 buffers (position_ids), which zibert
+// reads and never writes.
+enum class DType { f32, i8, f16, bf16, i64 };
+const char* dtype_name(DType t);  // "F32", "I8", "F16", "BF16", "I64": safetensors' names
 std::size_t dtype_size(DType t);  // bytes per element
+bool is_float_dtype(DType t);     // F32, F16 or BF16: read as float32, exactly
+float float_from_bfloat16(std::uint16_t b);  // exact: every bfloat16 is a float
 
 // A tensor inside the decoded bytes: no copy is made until copy_to().
 struct SafeTensor {
@@ -22,7 +26,7 @@ struct SafeTensor {
   DType dtype = DType::f32;
   const char* bytes = nullptr;  // little-endian, row-major; points into the decoded buffer
   std::size_t count = 0;        // elements
-  void copy_to(float* out) const;        // F32, or F16 widened (exactly); throws Error for I8
+  void copy_to(float* out) const;        // F32, or F16 or BF16 widened (exactly); throws Error for I8 and I64
   void copy_to(std::int8_t* out) const;  // throws Error unless I8
 };
 
