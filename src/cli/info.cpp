@@ -121,6 +121,20 @@ int run_info(const InfoCli& o) {
       std::printf("vocab_added %lld characters of the data got rows of their own (train --extend-vocab)\n",
                   t.value("vocab_added", 0LL));
   }
+  // An imported checkpoint's origin, or the one the classifier was fine-tuned from.
+  const nlohmann::json& origin = t.contains("origin") ? t["origin"] : t.value("pretraining", nlohmann::json::object()).value("origin", nlohmann::json());
+  if (origin.is_object()) {
+    std::string arch, files, ignored;
+    for (const auto& a : origin.value("architectures", nlohmann::json::array())) arch += (arch.empty() ? "" : ", ") + a.get<std::string>();
+    for (const auto& f : origin.value("weights", nlohmann::json::array())) files += (files.empty() ? "" : ", ") + f.get<std::string>();
+    for (const auto& n : origin.value("ignored", nlohmann::json::array())) ignored += (ignored.empty() ? "" : ", ") + n.get<std::string>();
+    std::printf("imported    Hugging Face checkpoint %s (%s; %s)\n", origin.value("checkpoint", "?").c_str(),
+                arch.empty() ? "no architectures" : arch.c_str(), files.c_str());
+    if (!ignored.empty()) std::printf("not used    %s\n", ignored.c_str());
+    if (origin.contains("mlm_head")) std::printf("mlm head    %s\n", origin.value("mlm_head", "").c_str());
+  }
+  if (t.contains("imported_defaults") && !t["imported_defaults"].empty())
+    std::printf("defaults    %s (BERT fine-tuning's, for an imported model)\n", t["imported_defaults"].dump().c_str());
   // An encoder's own record, or the one a classifier was fine-tuned from.
   const nlohmann::json& p = c.task == Task::mlm ? t : t.value("pretraining", nlohmann::json::object());
   if (p.value("task", "") == "mlm") {

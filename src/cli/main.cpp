@@ -83,6 +83,8 @@ int run_command(int argc, char** argv) {
        "zibert fill-mask -m zh-encoder '请输入密[MASK]。'", setup_fill_mask},
       {"eval", "Score a model on labelled data", "zibert eval -m my.safetensors --data test.tsv", setup_eval},
       {"info", "Describe a model file", "zibert info -m my.safetensors", setup_info},
+      {"import", "Import a Hugging Face BERT checkpoint directory",
+       "zibert import ~/models/rbt3 --out rbt3.safetensors", setup_import},
       {"quantize", "Convert a model to int8 for faster inference",
        "zibert quantize -m my.safetensors --out my.int8.safetensors", setup_quantize},
       {"calibrate", "Fit a model's probability temperature on held-out data",

@@ -73,9 +73,19 @@ Runner setup_train(CLI::App& app) {
                                               "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
   resume_excludes_others(app, resume);
   CLI::Option* lr = app.get_option("--lr");
-  lr->description("Peak learning rate (fine-tuning an encoder, --init ENCODER or --pretrain-epochs: 3e-4 unless given)");
-  return [o, lr, min_count] {
+  lr->description("Peak learning rate (fine-tuning an encoder, --init ENCODER or --pretrain-epochs: 3e-4 unless given; "
+                  "an imported Hugging Face model: 3e-5)");
+  CLI::Option* epochs = app.get_option("--epochs");
+  CLI::Option* batch = app.get_option("--batch");
+  CLI::Option* warmup = app.get_option("--warmup");
+  epochs->description("Passes over the data (an imported Hugging Face model: 3 unless given)");
+  batch->description("Sequences per step (an imported Hugging Face model: 32 unless given)");
+  warmup->description("Fraction of steps with linear warmup (an imported Hugging Face model: 0.1 unless given)");
+  return [o, lr, min_count, epochs, batch, warmup] {
     o->lr_given = lr->count() > 0;
+    o->epochs_given = epochs->count() > 0;
+    o->batch_given = batch->count() > 0;
+    o->warmup_given = warmup->count() > 0;
     o->min_count_given = min_count->count() > 0;
     return finish_run(train_run(*o), "train");
   };

@@ -219,6 +219,18 @@ std::optional<Checkpoint> start(const RunRequest& r, TrainOptions& opt) {
 // says otherwise: lower than training from scratch (1e-3), as BERT recipes
 // are; docs/results/pretraining.md measured it.
 constexpr double kFineTuneLr = 3e-4;
+// An imported Hugging Face model (training["origin"]) is fine-tuned with the
+// usual BERT recipe instead: its weights came from far more text, and 3e-4
+// would wash them out.
+constexpr double kImportedLr = 3e-5, kImportedWarmup = 0.1;
+constexpr std::int64_t kImportedEpochs = 3, kImportedBatch = 32;
+
+// The model is an imported checkpoint, or was fine-tuned from one.
+bool is_imported(const Model& m) {
+  const nlohmann::json& t = m.training;
+  return t.is_object() && (t.contains("origin") || (t.contains("pretraining") && t["pretraining"].is_object() &&
+                                                    t["pretraining"].contains("origin")));
+}
 
 // Phase 1 of train --pretrain-epochs: an encoder pretrained on the training
 // texts (and --pretrain-text), scored on the dev texts, in memory.
@@ -312,6 +324,15 @@ RunOutcome train_run(const TrainRequest& request) {
   opt.run = record.json();
   const bool from_encoder = r.pretrain_epochs > 0 || (init && init->config.task == Task::mlm);
   if (from_encoder && !r.lr_given && !resume) opt.adam.lr = kFineTuneLr;
+  if (init && is_imported(*init) && !resume) {  // the defaults of BERT fine-tuning, recorded in the run
+    nlohmann::json applied = nlohmann::json::object();
+    if (!r.lr_given) applied["lr"] = opt.adam.lr = kImportedLr;
+    if (!r.epochs_given) applied["epochs"] = opt.epochs = kImportedEpochs;
+    if (!r.batch_given) applied["batch"] = opt.batch = kImportedBatch;
+    if (!r.warmup_given) applied["warmup"] = opt.warmup = kImportedWarmup;
+    record.set("imported_defaults", applied);
+    opt.run = record.json();
+  }
   Progress progress(r.quiet || !world.leader());  // over MPI, rank 0 reports
   const TrainHooks hooks = stop_hooks(r.faults);
   const auto started = std::chrono::steady_clock::now();

@@ -376,7 +376,13 @@ Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOpti
   else
     objective = std::make_unique<ClassifyObjective>(std::move(tr), std::move(dv), opt.label_smoothing);
   Loop loop(model, *objective, opt, progress, hooks);
-  if (init && init->config.task == Task::mlm) loop.set_pretraining(init->training);
+  // Where the encoder came from: its pretraining record, or an imported checkpoint's origin.
+  if (init && init->config.task == Task::mlm)
+    loop.set_pretraining(init->training);
+  else if (init && init->training.is_object() && init->training.contains("origin"))
+    loop.set_pretraining({{"origin", init->training["origin"]}});
+  else if (init && init->training.is_object() && init->training.contains("pretraining"))
+    loop.set_pretraining(init->training["pretraining"]);
   if (resume) loop.restore(*resume);
   loop.run(resume != nullptr, from_init);
   model.training =
@@ -387,6 +393,8 @@ Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOpti
   if (opt.label_smoothing != 0) model.training["label_smoothing"] = opt.label_smoothing;
   if (outliers > 0) model.training["outliers"] = outliers;
   if (!loop.state().pretraining.is_null()) model.training["pretraining"] = loop.state().pretraining;
+  if (opt.run.is_object() && opt.run.contains("imported_defaults"))
+    model.training["imported_defaults"] = opt.run["imported_defaults"];
   return model;
 }
 

@@ -91,6 +91,7 @@ struct RunRequest {
 struct TrainRequest : RunRequest {
   std::string data;  // a file, or "-" for standard input
   bool no_calibration = false, lr_given = false, min_count_given = false;
+  bool epochs_given = false, batch_given = false, warmup_given = false;
   // Self-pretraining first (train --pretrain-epochs): on the training texts and these.
   std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
   double pretrain_lr = 1e-3;
