@@ -10,6 +10,8 @@
 #include "gradcheck.hpp"
 #include "helpers.hpp"
 #include "zibert/base/random.hpp"
+#include "zibert/infer/predictor.hpp"
+#include "zibert/model/hf_export.hpp"
 #include "zibert/model/hf_import.hpp"
 #include "zibert/model/torch_checkpoint.hpp"
 #include "zibert/model/model_file.hpp"
@@ -415,4 +417,81 @@ TEST_CASE("hostile checkpoint directories: exit 2, one line naming the file, no 
                   }),
                   "is not a file of the directory");
   }
+}
+
+// ---- export: a Hugging Face checkpoint directory, and back
+
+namespace {
+
+// Every line "name shape" of BertForSequenceClassification's state dict for
+// the fixtures' config (transformers ≥ 4.31, position_ids not persistent),
+// written down from transformers' modules, not from zibert's layout.
+std::vector<std::string> hf_state_dict_names() {
+  std::vector<std::string> out;
+  for (const std::string& line : lines_of(read_text(kHf + "/bert_for_sequence_classification.txt")))
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  return out;
+}
+
+std::vector<Prediction> predict(const Model& m, const std::vector<std::string>& texts) {
+  std::vector<std::vector<char32_t>> prepared;
+  for (const std::string& t : texts) prepared.push_back(m.tokenizer.prepare(t));
+  Predictor p(m);
+  return p.predict(prepared);
+}
+
+}  // namespace
+
+TEST_CASE("export --hf writes what BertForSequenceClassification loads; import gives the model back", "[hf][export]") {
+  const std::string dir = temp_dir();
+  REQUIRE(run_zibert("import " + kHf + "/cls-safetensors --out " + dir + "/cls.safetensors -q").status == 0);
+  RunResult r = run_zibert("export --hf " + dir + "/hf -m " + dir + "/cls.safetensors");
+  REQUIRE(r.status == 0);
+  // The safetensors file: transformers' names, shapes and dtypes, and {"format": "pt"}.
+  const std::string bytes = read_text(dir + "/hf/model.safetensors");
+  const SafeTensors st = decode_safetensors(bytes, "model.safetensors");
+  CHECK(st.metadata == std::map<std::string, std::string>{{"format", "pt"}});
+  std::vector<std::string> got;
+  for (const auto& [name, t] : st.tensors) {
+    std::string shape;
+    for (auto d : t.shape) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    got.push_back(name + " [" + shape + "] " + dtype_name(t.dtype));
+  }
+  std::vector<std::string> want = hf_state_dict_names();
+  std::sort(want.begin(), want.end());
+  CHECK(got == want);
+  std::ifstream in(dir + "/hf/config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  CHECK(config["architectures"] == nlohmann::json({"BertForSequenceClassification"}));
+  CHECK(config["id2label"] == nlohmann::json({{"0", "负面"}, {"1", "中性"}, {"2", "正面"}}));
+  CHECK(config["zibert"]["windows"] == "mean");
+  // Round trip: the same weights, tokenizer and labels.
+  const Model a = load_model(dir + "/cls.safetensors");
+  const Model b = import_hf_checkpoint(dir + "/hf");
+  CHECK(a.net.params() == b.net.params());
+  CHECK(a.classifier.labels == b.classifier.labels);
+  CHECK(a.tokenizer.wordpiece()->tokens() == b.tokenizer.wordpiece()->tokens());
+  CHECK(wordpiece_to_json(a.tokenizer.wordpiece()->options()) == wordpiece_to_json(b.tokenizer.wordpiece()->options()));
+}
+
+TEST_CASE("zibert's own calibrated model exported and imported predicts the same Chinese text", "[hf][export]") {
+  Model m = tiny_classifier(4);
+  m.classifier.calibration = Calibration{};
+  m.classifier.calibration->temperature = 1.7;
+  const std::string dir = temp_dir();
+  save_model(dir + "/own.safetensors", m);
+  REQUIRE(run_zibert("export -q --hf " + dir + "/hf -m " + dir + "/own.safetensors").status == 0);
+  const Model back = import_hf_checkpoint(dir + "/hf");
+  std::vector<std::string> texts;
+  for (const std::string& t : m.tokenizer.vocab().tokens())
+    if (t.size() == 3) texts.push_back(texts.empty() ? t : texts.back() + t);  // growing runs of its CJK characters
+  REQUIRE(texts.size() > 3);
+  const auto p = predict(m, texts), q = predict(back, texts);
+  for (std::size_t i = 0; i < texts.size(); ++i)
+    for (std::size_t k = 0; k < p[i].probs.size(); ++k) CHECK(std::abs(p[i].probs[k] - q[i].probs[k]) < 1e-6);
+  // What transformers cannot hold is refused.
+  save_model(dir + "/q.safetensors", quantize_model(m));
+  const RunResult r = run_zibert("export --hf " + dir + "/q -m " + dir + "/q.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("an int8 model cannot be a Hugging Face checkpoint"));
 }

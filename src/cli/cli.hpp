@@ -66,6 +66,7 @@ Runner setup_tokenize(CLI::App& app);
 Runner setup_fill_mask(CLI::App& app);
 Runner setup_quantize(CLI::App& app);
 Runner setup_import(CLI::App& app);
+Runner setup_export(CLI::App& app);
 Runner setup_calibrate(CLI::App& app);
 Runner setup_variants(CLI::App& app);
 

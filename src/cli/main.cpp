@@ -85,6 +85,8 @@ int run_command(int argc, char** argv) {
       {"info", "Describe a model file", "zibert info -m my.safetensors", setup_info},
       {"import", "Import a Hugging Face BERT checkpoint directory",
        "zibert import ~/models/rbt3 --out rbt3.safetensors", setup_import},
+      {"export", "Write a model as a Hugging Face checkpoint directory",
+       "zibert export --hf senti-hf/ -m senti.safetensors", setup_export},
       {"quantize", "Convert a model to int8 for faster inference",
        "zibert quantize -m my.safetensors --out my.int8.safetensors", setup_quantize},
       {"calibrate", "Fit a model's probability temperature on held-out data",
