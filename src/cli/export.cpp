@@ -26,7 +26,7 @@ int run_export(const ExportCli& o) {
                    model.classifier.calibration->temperature);
     if (model.tokenizer.kind() == TokenizerKind::character)
       std::fprintf(stderr, "note: BertTokenizer reads this vocabulary with WordPiece: Chinese text gets zibert's ids, "
-                           "but NFKC, variants and the space token are zibert's own (docs/huggingface.md)\n");
+                           "but NFKC, variants and the space token are zibert's own (docs/howto/chinese-bert.md)\n");
   }
   return kExitOk;
 }

@@ -16,8 +16,12 @@ one of the forms real checkpoints have:
 expected.json gives, per directory, the reference's outputs in float64 on the
 weights as stored: classifier probabilities and pooled outputs, masked-LM
 probabilities, the [CLS] states, and the classifier loss's gradients.
---shape base writes bert-base-like widths (768, 12 heads, 3072) for the
-benchmark-style check; the committed fixtures are small.
+--shape base writes the same four at bert-base-like widths (768, 12 heads,
+3072) for a check at real sizes; the committed fixtures are small.
+--shape rbt3 writes one directory, rbt3, of RBT3's shape (3 layers, 768 wide,
+12 heads, 3072, 512 positions, 21128 tokens: the specials, [unused1..99], ASCII
+and the CJK ideographs from U+4E00) with random weights: for timing
+fine-tuning, as no real checkpoint can be downloaded here.
 """
 import argparse
 import json
@@ -128,12 +132,27 @@ def outputs(model, v, dtype, grads=False):
     return out
 
 
+def write_rbt3(d):
+    v = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    v += [chr(c) for c in range(33, 127)]
+    v += [chr(0x4E00 + i) for i in range(21128 - len(v))]
+    c = hf_config(len(v), 512, 768, 12, 3072, 3)
+    c.update(model_type="bert", pad_token_id=0, architectures=["BertForMaskedLM"], position_embedding_type="absolute")
+    m = init_weights(Bert(c, head="mlm", pooler=True))
+    write_common(d, c, v)
+    with open(os.path.join(d, "model.safetensors"), "wb") as f:
+        f.write(safetensors_bytes(dict(m.state_dict()), "F32"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
-    ap.add_argument("--shape", choices=["small", "base"], default="small")
+    ap.add_argument("--shape", choices=["small", "base", "rbt3"], default="small")
     a = ap.parse_args()
     torch.manual_seed(11)
+    if a.shape == "rbt3":
+        write_rbt3(os.path.join(a.out, "rbt3"))
+        return
     v = vocab()
     dim, heads, ffn, layers = (16, 2, 40, 2) if a.shape == "small" else (768, 12, 3072, 2)
     base = hf_config(len(v), 64, dim, heads, ffn, layers, labels=3, dropout=0.1)
