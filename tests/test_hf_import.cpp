@@ -23,10 +23,13 @@ using namespace std::string_literals;
 namespace {
 
 const std::string kHf = std::string(ZIBERT_TEST_DATA) + "/hf";
+// The parity test's directory: the committed fixtures, or (ZIBERT_HF_FIXTURES) the bert-base-like ones
+// make_hf_checkpoints.py --shape base writes.
+const std::string kParity = std::getenv("ZIBERT_HF_FIXTURES") ? std::getenv("ZIBERT_HF_FIXTURES") : kHf;
 
 const nlohmann::json& expected() {
   static const nlohmann::json j = [] {
-    std::ifstream in(kHf + "/expected.json");
+    std::ifstream in(kParity + "/expected.json");
     return nlohmann::json::parse(in);
   }();
   return j;
@@ -80,7 +83,7 @@ void check_cls_states(const Model& m, const nlohmann::json& e, double tol) {
 TEST_CASE("imported checkpoints tokenize as BertTokenizer and compute as the PyTorch reference", "[hf]") {
   const std::string name = GENERATE("cls-safetensors", "pretraining-bin", "mlm-untied-bf16", "bertmodel-f16");
   INFO(name);
-  const Model m = import_hf_checkpoint(kHf + "/" + name);
+  const Model m = import_hf_checkpoint(kParity + "/" + name);
   const nlohmann::json& e = expected().at(name);
   // The tokenizer gives the reference's ids.
   const char* texts[] = {"佛跳墙是一道闽菜", "年夜饭的压轴菜", "我们点了一坛佛跳墙很香", "好吃"};
@@ -494,4 +497,20 @@ TEST_CASE("zibert's own calibrated model exported and imported predicts the same
   const RunResult r = run_zibert("export --hf " + dir + "/q -m " + dir + "/q.safetensors");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("an int8 model cannot be a Hugging Face checkpoint"));
+}
+
+TEST_CASE("fine-tuning an imported encoder resumes byte-identically", "[hf][resume]") {
+  const std::string dir = temp_dir();
+  REQUIRE(run_zibert("import -q " + kHf + "/pretraining-bin --out " + dir + "/enc.safetensors").status == 0);
+  std::string data;
+  const char* texts[] = {"佛跳墙是一道闽菜", "好吃", "年夜饭的压轴菜", "我们点了一坛", "很香", "汤很鲜"};
+  for (int i = 0; i < 12; ++i) data += std::string(i % 2 ? "正\t" : "负\t") + texts[i % 6] + (i > 5 ? "佛" : "") + "\n";
+  write_text(dir + "/train.tsv", data);
+  const std::string common = " --init " + dir + "/enc.safetensors --data " + dir + "/train.tsv --dev " + dir +
+                             "/train.tsv --batch 2 --threads 1 -q --out " + dir;
+  REQUIRE(run_zibert("train" + common + "/straight.safetensors").status == 0);
+  interrupt_and_resume(common.substr(1) + "/resumed.safetensors", dir + "/ck", 7);
+  CHECK(read_text(dir + "/resumed.safetensors") == read_text(dir + "/straight.safetensors"));
+  CHECK(load_model(dir + "/resumed.safetensors").training["imported_defaults"] ==
+        nlohmann::json({{"lr", 3e-5}, {"epochs", 3}, {"warmup", 0.1}}));
 }
