@@ -485,6 +485,10 @@ TEST_CASE("zibert's own calibrated model exported and imported predicts the same
   save_model(dir + "/own.safetensors", m);
   REQUIRE(run_zibert("export -q --hf " + dir + "/hf -m " + dir + "/own.safetensors").status == 0);
   const Model back = import_hf_checkpoint(dir + "/hf");
+  CHECK(std::filesystem::exists(dir + "/hf/tokenizer.json"));  // for PreTrainedTokenizerFast (bench-tokenizer-parity)
+  CHECK(back.tokenizer.kind() == TokenizerKind::character);
+  CHECK(back.tokenizer.vocab().tokens() == m.tokenizer.vocab().tokens());
+  CHECK(back.classifier.positive == m.classifier.positive);
   std::vector<std::string> texts;
   for (const std::string& t : m.tokenizer.vocab().tokens())
     if (t.size() == 3) texts.push_back(texts.empty() ? t : texts.back() + t);  // growing runs of its CJK characters

@@ -19,14 +19,15 @@ int run_export(const ExportCli& o) {
   const Model model = load_model(path);
   export_hf_checkpoint(model, o.hf);
   if (!o.quiet) {
-    std::fprintf(stderr, "wrote %s/: config.json, vocab.txt, tokenizer_config.json, model.safetensors (%s)\n",
-                 o.hf.c_str(), model.config.task == Task::classify ? "BertForSequenceClassification" : "BertForMaskedLM");
+    std::fprintf(stderr, "wrote %s/: config.json, vocab.txt, tokenizer_config.json%s, model.safetensors (%s)\n",
+                 o.hf.c_str(), model.tokenizer.kind() == TokenizerKind::character ? ", tokenizer.json" : "",
+                 model.config.task == Task::classify ? "BertForSequenceClassification" : "BertForMaskedLM");
     if (model.classifier.calibration)
       std::fprintf(stderr, "the calibration temperature %.4g is folded into the classifier's weights and bias\n",
                    model.classifier.calibration->temperature);
     if (model.tokenizer.kind() == TokenizerKind::character)
-      std::fprintf(stderr, "note: BertTokenizer reads this vocabulary with WordPiece: Chinese text gets zibert's ids, "
-                           "but NFKC, variants and the space token are zibert's own (docs/howto/chinese-bert.md)\n");
+      std::fprintf(stderr, "tokenizer.json gives zibert's character ids to PreTrainedTokenizerFast; BertTokenizer reads "
+                           "vocab.txt with WordPiece, which differs beyond Chinese text (docs/howto/chinese-bert.md)\n");
   }
   return kExitOk;
 }

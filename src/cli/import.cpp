@@ -21,9 +21,10 @@ int run_import(const ImportCli& o) {
   if (!o.quiet) {
     const ModelConfig& c = model.config;
     const nlohmann::json& origin = model.training["origin"];
-    std::fprintf(stderr, "saved %s: %s, %lld layers, dim %lld, %lld heads, ffn %lld, %lld positions, vocabulary %lld (WordPiece)",
+    std::fprintf(stderr, "saved %s: %s, %lld layers, dim %lld, %lld heads, ffn %lld, %lld positions, vocabulary %lld (%s)",
                  o.out.c_str(), c.task == Task::classify ? "classifier" : "encoder", (long long)c.layers, (long long)c.dim,
-                 (long long)c.heads, (long long)c.ffn, (long long)c.max_len, (long long)c.vocab_size);
+                 (long long)c.heads, (long long)c.ffn, (long long)c.max_len, (long long)c.vocab_size,
+                 model.tokenizer.kind() == TokenizerKind::wordpiece ? "WordPiece" : "zibert's characters");
     if (c.task == Task::classify) std::fprintf(stderr, ", %lld labels", (long long)c.labels);
     std::fprintf(stderr, "\n");
     if (!origin["ignored"].empty()) {

@@ -4,6 +4,7 @@
 
 #include "zibert/base/error.hpp"
 #include "zibert/base/io.hpp"
+#include "zibert/base/utf8.hpp"
 #include "zibert/model/safetensors.hpp"
 
 namespace zibert {
@@ -65,6 +66,47 @@ nlohmann::json tokenizer_config(const Model& m) {
   return j;
 }
 
+// tokenizer.json for a character-tokenizer model, for Hugging Face's fast
+// tokenizers: zibert's normalisation as near as their normalizers go (NFKC,
+// invisible characters and other controls dropped, whitespace runs one
+// space, trimmed, lower-cased when the model is), one token per character,
+// variants as second names of their characters' ids, [CLS] … [SEP].
+nlohmann::json character_tokenizer_json(const Model& m) {
+  const Vocab& v = m.tokenizer.vocab();
+  const std::vector<std::string> tokens = v.tokens();
+  // No added tokens: zibert reads "[MASK]" written in a text as its six characters, and an added
+  // token would be matched in the raw text; the template refers to [CLS] and [SEP] by id.
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
+  for (std::size_t i = 0; i < tokens.size(); ++i) vocab[tokens[i]] = i;
+  for (const auto& [from, to] : v.variants()) vocab[utf8_encode(from)] = v.id(to);
+  nlohmann::json normalizers = {
+      {{"type", "NFKC"}},
+      {{"type", "Replace"}, {"pattern", {{"Regex", "[\\p{Default_Ignorable_Code_Point}&&\\P{Cn}]"}}}, {"content", ""}},
+      {{"type", "Replace"}, {"pattern", {{"Regex", "[\\p{Cc}&&[^\\t\\n\\r\\x{0B}\\f\\x{85}]]"}}}, {"content", ""}},
+      {{"type", "Replace"}, {"pattern", {{"Regex", "[\\t\\n\\r\\x{0B}\\f\\x{85}\\x{2028}\\x{2029}\\p{Zs}]+"}}}, {"content", " "}},
+      {{"type", "Strip"}, {"strip_left", true}, {"strip_right", true}}};
+  if (m.tokenizer.normalization().lowercase) normalizers.push_back({{"type", "Lowercase"}});
+  auto special = [&](const char* name, std::int32_t id) {
+    return nlohmann::json{{"id", name}, {"ids", {id}}, {"tokens", {name}}};
+  };
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added},
+          {"normalizer", {{"type", "Sequence"}, {"normalizers", normalizers}}},
+          {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", "."}}}, {"behavior", "Isolated"}, {"invert", false}}},
+          {"post_processor",
+           {{"type", "TemplateProcessing"},
+            {"single", {{{"SpecialToken", {{"id", "[CLS]"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                        {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 0}}}}}},
+            {"pair", {{{"SpecialToken", {{"id", "[CLS]"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}},
+                      {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "B"}, {"type_id", 1}}}},
+                      {{"SpecialToken", {{"id", "[SEP]"}, {"type_id", 1}}}}}},
+            {"special_tokens", {{"[CLS]", special("[CLS]", kCls)}, {"[SEP]", special("[SEP]", kSep)}}}}},
+          {"decoder", nullptr},
+          {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "[UNK]"}}}};
+}
+
 }  // namespace
 
 void export_hf_checkpoint(const Model& m, const std::string& dir) {
@@ -99,6 +141,8 @@ void export_hf_checkpoint(const Model& m, const std::string& dir) {
   const std::string base = dir + "/";
   write_file_atomic(base + "vocab.txt", vocab);
   write_file_atomic(base + "tokenizer_config.json", tokenizer_config(m).dump(2) + "\n");
+  if (m.tokenizer.kind() == TokenizerKind::character)
+    write_file_atomic(base + "tokenizer.json", character_tokenizer_json(m).dump(2) + "\n");
   write_file_atomic(base + "model.safetensors", encode_safetensors({{"format", "pt"}}, tensors));
   write_file_atomic(base + "config.json", hf_config(m).dump(2) + "\n");
 }

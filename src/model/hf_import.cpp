@@ -95,6 +95,9 @@ struct HfConfig {
   std::vector<std::string> architectures;
   std::vector<std::string> labels;  // id2label, ordered by id
   bool tie_word_embeddings = true;
+  std::optional<Windows> windows;  // "zibert": {"windows", "positive_label"} of zibert export --hf
+  std::string positive;
+  bool character = false;  // zibert export --hf of a character-tokenizer model ("zibert": {"tokenizer": "character"})
 };
 
 HfConfig read_config(const fs::path& file) {
@@ -133,6 +136,16 @@ HfConfig read_config(const fs::path& file) {
   c.layer_norm_eps = field<double>(j, "layer_norm_eps", 1e-12, file);
   c.dropout = field<double>(j, "hidden_dropout_prob", 0.1, file);
   h.tie_word_embeddings = field<bool>(j, "tie_word_embeddings", true, file);
+  if (j.contains("zibert") && j["zibert"].is_object()) {
+    const nlohmann::json& z = j["zibert"];
+    h.character = z.value("tokenizer", "") == "character";
+    h.positive = z.value("positive_label", "");
+    try {
+      if (z.contains("windows")) h.windows = windows_from_name(z.value("windows", ""));
+    } catch (const Error& e) {
+      throw Error(file.string() + ": zibert.windows: " + e.what());
+    }
+  }
   const std::string problem = field<std::string>(j, "problem_type", "single_label_classification", file);
   if (problem == "regression") throw Error(file.string() + ": problem_type regression; zibert classifies");
   if (problem != "single_label_classification" && problem != "multi_label_classification")
@@ -213,6 +226,45 @@ WordPieceOptions read_tokenizer_options(const fs::path& dir) {
     }
   }
   return o;
+}
+
+// zibert's character tokenizer, for a checkpoint zibert export --hf wrote of
+// one of its own models: the vocabulary, lower-casing as tokenizer_config.json
+// says, and the variants tokenizer.json lists as second names of ids.
+Tokenizer character_tokenizer(const fs::path& dir, const std::vector<std::string>& tokens) {
+  Normalization norm;
+  if (const fs::path f = dir / "tokenizer_config.json"; fs::exists(f)) norm.lowercase = field<bool>(json_file(f), "do_lower_case", false, f);
+  Vocab vocab;
+  try {
+    vocab = Vocab::from_tokens(tokens);
+  } catch (const Error& e) {
+    throw Error((dir / "vocab.txt").string() + ": " + e.what());
+  }
+  if (const fs::path f = dir / "tokenizer.json"; fs::exists(f)) {
+    const nlohmann::json j = json_file(f);
+    std::map<char32_t, char32_t> variants;
+    if (j.contains("model") && j["model"].is_object() && j["model"].contains("vocab") && j["model"]["vocab"].is_object())
+      for (const auto& [key, id] : j["model"]["vocab"].items()) {
+        if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() >= vocab.size())
+          throw Error(f.string() + ": the id of \"" + key + "\" is not one of the vocabulary's");
+        const auto i = static_cast<std::size_t>(id.get<std::int64_t>());
+        if (tokens[i] == key) continue;
+        std::vector<char32_t> from, to;
+        try {
+          from = utf8_decode(key), to = utf8_decode(tokens[i]);
+        } catch (const Error&) {
+          throw Error(f.string() + ": invalid UTF-8 in the vocabulary");
+        }
+        if (from.size() != 1 || to.size() != 1) throw Error(f.string() + ": \"" + key + "\" is not a variant of one character");
+        variants.emplace(from[0], to[0]);
+      }
+    try {
+      vocab.set_variants(std::move(variants));
+    } catch (const Error& e) {
+      throw Error(f.string() + ": " + e.what());
+    }
+  }
+  return Tokenizer(std::move(vocab), norm);
 }
 
 // The weight files: safetensors first, as transformers prefers them.
@@ -299,12 +351,14 @@ Model import_hf_checkpoint(const std::string& dir_name) {
   if (static_cast<std::int64_t>(tokens.size()) != config.vocab_size)
     throw Error((dir / "vocab.txt").string() + ": " + std::to_string(tokens.size()) + " tokens, but config.json's vocab_size is " +
                 std::to_string(config.vocab_size));
-  const WordPieceOptions options = read_tokenizer_options(dir);
-  std::optional<WordPiece> wordpiece;
-  try {
-    wordpiece.emplace(std::move(tokens), options);
-  } catch (const Error& e) {
-    throw Error((dir / "vocab.txt").string() + ": " + e.what());
+  Tokenizer tokenizer = h.character ? character_tokenizer(dir, tokens) : Tokenizer();
+  if (!h.character) {
+    const WordPieceOptions options = read_tokenizer_options(dir);
+    try {
+      tokenizer = Tokenizer(WordPiece(std::move(tokens), options));
+    } catch (const Error& e) {
+      throw Error((dir / "vocab.txt").string() + ": " + e.what());
+    }
   }
   Weights weights(dir);
   std::map<std::string, std::pair<std::string, const StridedTensor*>> by_name;  // canonical → original, tensor
@@ -378,9 +432,20 @@ Model import_hf_checkpoint(const std::string& dir_name) {
   }
   origin["ignored"] = ignored;
   if (!sequence) origin["mlm_head"] = fresh_head ? "initialised (not in the checkpoint)" : "from the checkpoint";
-  Model model{config, Tokenizer(std::move(*wordpiece)), ClassifierPart{}, nlohmann::json{{"origin", origin}},
+  Model model{config, std::move(tokenizer), ClassifierPart{}, nlohmann::json{{"origin", origin}},
               Bert<float>(config, /*trainable=*/false), std::nullopt};
-  if (sequence) model.classifier.labels = h.labels;
+  if (sequence) {
+    model.classifier.labels = h.labels;
+    model.classifier.windows = h.windows;
+    if (!h.positive.empty() && std::find(h.labels.begin(), h.labels.end(), h.positive) != h.labels.end() &&
+        !config.multi_label)
+      model.classifier.positive = h.positive;
+    try {
+      model.classifier.check_windows(config.multi_label);
+    } catch (const Error& e) {
+      throw Error((dir / "config.json").string() + ": zibert.windows: " + e.what());
+    }
+  }
   if (fresh_head) model.net.init_weights(0);
   for (const TensorInfo& t : layout) {
     auto it = by_name.find(t.name);

@@ -1,6 +1,7 @@
 // A zibert model as a Hugging Face checkpoint directory: config.json,
 // vocab.txt, tokenizer_config.json and model.safetensors under transformers'
-// names, which BertForSequenceClassification (a classifier), BertForMaskedLM
+// names (and, for zibert's character tokenizer, a tokenizer.json that gives
+// its ids to Hugging Face's fast tokenizers), which BertForSequenceClassification (a classifier), BertForMaskedLM
 // (an encoder) and BertModel load.
 #pragma once
 #include <string>
