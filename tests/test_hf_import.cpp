@@ -166,6 +166,11 @@ TEST_CASE("an imported model saves, loads and runs every command as zibert's own
   REQUIRE(run_zibert("import " + kHf + "/pretraining-bin --out " + dir + "/enc.safetensors").status == 0);
   r = run_zibert("fill-mask -m " + dir + "/enc.safetensors '年夜饭的压轴菜是佛跳[MASK]'");
   CHECK(r.status == 0);
+  // Pretrained further, it is still the imported checkpoint's encoder.
+  write_text(dir + "/corpus.txt", "佛跳墙是一道闽菜\n年夜饭的压轴菜\n我们点了一坛佛跳墙很香\n好吃\n");
+  REQUIRE(run_zibert("pretrain -q --epochs 1 --init " + dir + "/enc.safetensors --text " + dir + "/corpus.txt --out " +
+                     dir + "/enc2.safetensors").status == 0);
+  CHECK(load_model(dir + "/enc2.safetensors").training["origin"]["checkpoint"] == "pretraining-bin");
   // Fine-tuning an imported encoder: BERT's defaults, recorded; the pretrained pooler kept.
   write_text(dir + "/train.tsv", "正\t佛跳墙是一道闽菜\n负\t好吃\n正\t年夜饭的压轴菜\n负\t我们点了一坛\n");
   r = run_zibert("train --init " + dir + "/enc.safetensors --data " + dir + "/train.tsv --dev " + dir +

@@ -139,6 +139,8 @@ Model prepare_encoder(const std::vector<Corpus>& train, const TrainOptions& opt,
   Model model{config, wordpiece ? base->tokenizer : Tokenizer(std::move(vocab), norm), ClassifierPart{}, {},
               Bert<float>(config), std::nullopt};
   model.net.init_weights(opt.seed);
+  if (base && base->training.is_object() && base->training.contains("origin"))
+    model.training = {{"origin", base->training["origin"]}};
   if (base && base->config.task == Task::mlm)
     model.net.params() = base->net.params();
   else if (base)
@@ -207,8 +209,10 @@ Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, cons
   Loop loop(model, objective, opt, progress, hooks);
   if (resume) loop.restore(*resume);
   loop.run(resume != nullptr, from_init);
+  const nlohmann::json origin = model.training.is_object() ? model.training.value("origin", nlohmann::json()) : nlohmann::json();
   model.training = pretraining_record(train, dev, lines, sequences, dev_sequences, objective.dev_tokens(), opt, loop,
                                       model.config.dropout);
+  if (!origin.is_null()) model.training["origin"] = origin;  // pretrained further from an imported checkpoint
   return model;
 }
 
