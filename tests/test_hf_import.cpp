@@ -450,7 +450,7 @@ std::vector<Prediction> predict(const Model& m, const std::vector<std::string>& 
 
 }  // namespace
 
-TEST_CASE("export --hf writes what BertForSequenceClassification loads; import gives the model back", "[hf][export]") {
+TEST_CASE("export --hf writes what BertForSequenceClassification loads, and import gives the model back", "[hf][export]") {
   const std::string dir = temp_dir();
   REQUIRE(run_zibert("import " + kHf + "/cls-safetensors --out " + dir + "/cls.safetensors -q").status == 0);
   RunResult r = run_zibert("export --hf " + dir + "/hf -m " + dir + "/cls.safetensors");

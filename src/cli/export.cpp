@@ -44,7 +44,7 @@ Runner setup_export(CLI::App& app) {
       "ignores it). int8 models, tied query/key projections and models without positions are refused.\n\n"
       "Example:\n"
       "  zibert export --hf senti-hf/ -m senti.safetensors\n"
-      "  python3 -c 'from transformers import BertForSequenceClassification as B; B.from_pretrained(\"senti-hf\")'");
+      "  python3 -c 'import transformers as t; t.BertForSequenceClassification.from_pretrained(\"senti-hf\")'  # needs transformers");
   add_model_option(app, o->model);
   app.add_option("--hf", o->hf, "The directory to write (made if missing)")->required();
   app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");

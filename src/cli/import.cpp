@@ -52,7 +52,7 @@ Runner setup_import(CLI::App& app) {
       "Inputs are one segment (token type 0). pytorch_model.bin is read without running its pickle: only a\n"
       "state dict of tensors is accepted. What zibert cannot compute exactly is refused by name.\n\n"
       "Example:\n"
-      "  zibert import ~/models/rbt3 --out rbt3.safetensors\n"
+      "  zibert import rbt3/ --out rbt3.safetensors\n"
       "  zibert train --init rbt3.safetensors --data train.tsv --dev dev.tsv --out senti.safetensors");
   app.add_option("dir", o->dir, "The checkpoint directory")->required();
   app.add_option("--out", o->out, "Where to write the zibert model")->required();

@@ -84,7 +84,7 @@ int run_command(int argc, char** argv) {
       {"eval", "Score a model on labelled data", "zibert eval -m my.safetensors --data test.tsv", setup_eval},
       {"info", "Describe a model file", "zibert info -m my.safetensors", setup_info},
       {"import", "Import a Hugging Face BERT checkpoint directory",
-       "zibert import ~/models/rbt3 --out rbt3.safetensors", setup_import},
+       "zibert import rbt3/ --out rbt3.safetensors", setup_import},
       {"export", "Write a model as a Hugging Face checkpoint directory",
        "zibert export --hf senti-hf/ -m senti.safetensors", setup_export},
       {"quantize", "Convert a model to int8 for faster inference",
