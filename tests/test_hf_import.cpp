@@ -332,7 +332,7 @@ TEST_CASE("the pickle machine reads a state dict and refuses everything else", "
   for (int i = 0; i < 2000; ++i) {
     std::string b = real;
     const auto at = static_cast<std::size_t>(rng.uniform() * double(b.size()));
-    if (i % 2) b[at] = char(rng.uniform() * 256);
+    if (i % 2) b[at] = static_cast<char>(static_cast<unsigned char>(rng.uniform() * 256));
     else b.resize(at);
     try {
       read_torch_state_dict(b, "fuzz.bin");
