@@ -170,7 +170,13 @@ TEST_CASE("an imported model saves, loads and runs every command as zibert's own
   write_text(dir + "/corpus.txt", "佛跳墙是一道闽菜\n年夜饭的压轴菜\n我们点了一坛佛跳墙很香\n好吃\n");
   REQUIRE(run_zibert("pretrain -q --epochs 1 --init " + dir + "/enc.safetensors --text " + dir + "/corpus.txt --out " +
                      dir + "/enc2.safetensors").status == 0);
-  CHECK(load_model(dir + "/enc2.safetensors").training["origin"]["checkpoint"] == "pretraining-bin");
+  const Model enc2 = load_model(dir + "/enc2.safetensors");
+  CHECK(enc2.training["origin"]["checkpoint"] == "pretraining-bin");
+  CHECK(enc2.training["imported_defaults"]["lr"] == 5e-5);  // not the 1e-3 of pretraining from scratch
+  CHECK(enc2.training["lr"] == 5e-5);
+  REQUIRE(run_zibert("pretrain -q --epochs 1 --lr 1e-4 --init " + dir + "/enc.safetensors --text " + dir +
+                     "/corpus.txt --out " + dir + "/enc3.safetensors").status == 0);
+  CHECK_FALSE(load_model(dir + "/enc3.safetensors").training.contains("imported_defaults"));
   // Fine-tuning an imported encoder: BERT's defaults, recorded; the pretrained pooler kept.
   write_text(dir + "/train.tsv", "正\t佛跳墙是一道闽菜\n负\t好吃\n正\t年夜饭的压轴菜\n负\t我们点了一坛\n");
   r = run_zibert("train --init " + dir + "/enc.safetensors --data " + dir + "/train.tsv --dev " + dir +

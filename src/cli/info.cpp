@@ -134,7 +134,7 @@ int run_info(const InfoCli& o) {
     if (origin.contains("mlm_head")) std::printf("mlm head    %s\n", origin.value("mlm_head", "").c_str());
   }
   if (t.contains("imported_defaults") && !t["imported_defaults"].empty())
-    std::printf("defaults    %s (BERT fine-tuning's, for an imported model)\n", t["imported_defaults"].dump().c_str());
+    std::printf("defaults    %s (for an imported model)\n", t["imported_defaults"].dump().c_str());
   // An encoder's own record, or the one a classifier was fine-tuned from.
   const nlohmann::json& p = c.task == Task::mlm ? t : t.value("pretraining", nlohmann::json::object());
   if (p.value("task", "") == "mlm") {

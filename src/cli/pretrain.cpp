@@ -49,7 +49,12 @@ Runner setup_pretrain(CLI::App& app) {
   app.add_option("--log", o->train.log_path, "Write one JSON line per epoch (epoch, step, train loss, dev MLM loss "
                                               "and masked-token accuracy, lr, examples/s)");
   resume_excludes_others(app, resume);
-  return [o] { return finish_run(pretrain_run(*o), "pretrain"); };
+  CLI::Option* lr = app.get_option("--lr");
+  lr->description("Peak learning rate (--init from an imported Hugging Face model: 5e-5 unless given)");
+  return [o, lr] {
+    o->lr_given = lr->count() > 0;
+    return finish_run(pretrain_run(*o), "pretrain");
+  };
 }
 
 }  // namespace zibert::cli

@@ -213,6 +213,8 @@ Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, cons
   model.training = pretraining_record(train, dev, lines, sequences, dev_sequences, objective.dev_tokens(), opt, loop,
                                       model.config.dropout);
   if (!origin.is_null()) model.training["origin"] = origin;  // pretrained further from an imported checkpoint
+  if (opt.run.is_object() && opt.run.contains("imported_defaults"))
+    model.training["imported_defaults"] = opt.run["imported_defaults"];
   return model;
 }
 

@@ -224,6 +224,9 @@ constexpr double kFineTuneLr = 3e-4;
 // would wash them out.
 constexpr double kImportedLr = 3e-5, kImportedWarmup = 0.1;
 constexpr std::int64_t kImportedEpochs = 3, kImportedBatch = 32;
+// Masked-LM pretraining continued from an imported model: the learning rate
+// of Hugging Face's run_mlm example, not the 1e-3 of pretraining from scratch.
+constexpr double kImportedPretrainLr = 5e-5;
 
 // The model is an imported checkpoint, or was fine-tuned from one.
 bool is_imported(const Model& m) {
@@ -438,6 +441,11 @@ RunOutcome pretrain_run(const PretrainRequest& request) {
   opt.run = record.json();
   std::optional<Model> init;
   if (!r.init.empty()) init = load_init_model(r.init);
+  if (init && is_imported(*init) && !resume && !r.lr_given) {
+    opt.adam.lr = kImportedPretrainLr;
+    record.set("imported_defaults", nlohmann::json{{"lr", kImportedPretrainLr}});
+    opt.run = record.json();
+  }
   std::optional<Vocab> vocab;
   if (!r.vocab_from.empty() && !resume) vocab = vocab_from(r.vocab_from);
   Progress progress(r.quiet || !world.leader());  // over MPI, rank 0 reports

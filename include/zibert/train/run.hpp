@@ -85,12 +85,12 @@ struct RunRequest {
   TrainOptions train;
   double holdout = 0.1;
   int threads = 0;  // as --threads says; the count used goes into train.threads
-  bool quiet = false;
+  bool quiet = false, lr_given = false;
   FaultInjection faults;
 };
 struct TrainRequest : RunRequest {
   std::string data;  // a file, or "-" for standard input
-  bool no_calibration = false, lr_given = false, min_count_given = false;
+  bool no_calibration = false, min_count_given = false;
   bool epochs_given = false, batch_given = false, warmup_given = false;
   // Self-pretraining first (train --pretrain-epochs): on the training texts and these.
   std::int64_t pretrain_epochs = 0, pretrain_batch = 64;
