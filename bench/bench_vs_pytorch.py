@@ -23,22 +23,39 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ZIBERT = os.path.join(ROOT, "build", "zibert")
 SHAPES = [("shipped", dict(layers=2, heads=4, dim=64, ffn=256)),
-          ("C=128", dict(layers=4, heads=4, dim=128, ffn=512))]
+          ("C=128", dict(layers=4, heads=4, dim=128, ffn=512)),
+          ("rbt3", dict(layers=3, heads=12, dim=768, ffn=3072)),
+          ("base", dict(layers=12, heads=12, dim=768, ffn=3072))]
+DEFAULT_SHAPES = ("shipped", "C=128")  # the real BERT shapes take minutes: asked for by --shape
+# Characters the generated texts draw from: zibert's small models' vocabulary,
+# and for the 768-wide shapes about the 21,128 ids of Chinese BERTs.
+CHARS = {"shipped": 3000, "C=128": 3000, "rbt3": 21123, "base": 21123}
 MAX_LEN = 128
 
 
-def write_data(path, texts, seed):
-    """Random CJK texts, 8-126 characters uniform, over 3000 characters."""
+def write_data(path, texts, seed, chars):
+    """Random CJK texts, 8-126 characters uniform, over `chars` characters."""
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as f:
         for _ in range(texts):
             n = rng.randint(8, MAX_LEN - 2)
-            text = "".join(chr(0x4E00 + rng.randrange(3000)) for _ in range(n))
+            text = "".join(chr(0x4E00 + rng.randrange(chars)) for _ in range(n))
             f.write(f"{rng.randint(0, 1)}\t{text}\n")
+
+
+def machine():
+    """The CPU's model name and the number of cores, as /proc/cpuinfo says."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        return f"{names[0]}, {len(names)} logical CPUs"
+    except (OSError, IndexError):
+        return "unknown CPU"
 
 
 def shape_flags(shape):
@@ -80,7 +97,8 @@ def main():
     ap.add_argument("--texts", type=int, default=4096)
     ap.add_argument("--zibert", default=ZIBERT, help="the zibert binary (default: build/zibert)")
     ap.add_argument("--shape", choices=[name for name, _ in SHAPES], action="append",
-                    help="run only this shape (repeatable; default: all)")
+                    help="run this shape (repeatable; default: shipped and C=128; rbt3 and base are the "
+                         "768-wide shapes of real Chinese BERTs)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--mlm", action="store_true", help="masked-LM pretraining instead of training and inference")
     ap.add_argument("--int8", action="store_true", help="float32 and int8 inference instead")
@@ -90,12 +108,13 @@ def main():
     if args.batch is None:
         args.batch = 64 if args.mlm else 32
     phases = ("pretrain",) if args.mlm else ("inference", "inference_int8") if args.int8 else ("train", "inference")
-    shapes = [(name, shape) for name, shape in SHAPES if not args.shape or name in args.shape]
+    shapes = [(name, shape) for name, shape in SHAPES if name in (args.shape or DEFAULT_SHAPES)]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "bench.tsv")
-        write_data(data, args.texts, 1)
         for name, shape in shapes:
+            data = os.path.join(tmp, f"bench-{CHARS[name]}.tsv")
+            if not os.path.exists(data):
+                write_data(data, args.texts, 1, CHARS[name])
             z, t = [], []
             for r in range(args.rounds):
                 print(f"bench-vs-pytorch: {name} round {r + 1}/{args.rounds}", file=sys.stderr)
@@ -119,18 +138,19 @@ def main():
     if args.json:
         print(json.dumps(results, indent=2))
         return
+    print(f"{time.strftime('%Y-%m-%d')}, {machine()}")
     print(f"{args.texts} generated texts of 8-126 characters, batch {args.batch}, {args.threads} threads, "
           f"median of {args.rounds} rounds of {args.seconds:g} s per phase; PyTorch {results[0]['torch']}" +
           (f", int8 engine {results[0]['torch_int8_engine']}" if args.int8 else ""))
     print(f"{'shape':<28} {'phase':<10} {'zibert ex/s':>11} {'PyTorch ex/s':>12} {'ratio':>6} "
-          f"{'zibert GFLOP/s':>14} {'of ceiling':>10} {'PyTorch GFLOP/s':>15}")
+          f"{'zibert GFLOP/s':>14} {'of ceiling':>10} {'PyTorch GFLOP/s':>15} {'peak MB: zibert':>15} {'PyTorch':>7}")
     for row in results:
         label = f"{row['shape']} L{row['layers']} H{row['heads']} C{row['dim']} F{row['ffn']}"
         for phase in phases:
             p = row[phase]
             print(f"{label:<28} {phase.replace('inference_int8', 'int8'):<10} {p['zibert_examples_per_s']:>11.0f} {p['torch_examples_per_s']:>12.0f} "
                   f"{p['ratio']:>5.1f}x {p['zibert_gflops']:>14.1f} {100 * p['zibert_ceiling_fraction']:>9.1f}% "
-                  f"{p['torch_gflops']:>15.1f}")
+                  f"{p['torch_gflops']:>15.1f} {p['zibert_peak_rss_mb']:>15.0f} {p['torch_peak_rss_mb']:>7.0f}")
         if args.int8:
             print(f"{'':<28} int8/float32: zibert {row['zibert_int8_speedup']:.2f}x (median of its rounds), PyTorch "
                   f"{row['inference_int8']['torch_examples_per_s'] / row['inference']['torch_examples_per_s']:.2f}x")

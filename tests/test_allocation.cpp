@@ -90,8 +90,8 @@ TEST_CASE("a training step allocates nothing once its buffers have grown", "[mod
   std::vector<const std::vector<std::int32_t>*> ptrs;
   for (const auto& s : seqs) ptrs.push_back(&s);
   const Batch batch = pack_batch(ptrs, labels);
-  const int parts = GENERATE(1, 2);
-  DataParallel<float> runner(parts);
+  const int parts = GENERATE(1, 2), rounds = GENERATE(1, 2);
+  DataParallel<float> runner(parts, rounds);
   std::uint64_t step = 0;
   auto one_step = [&] {
     DropoutRng drop{9, step++, cfg.dropout};
@@ -102,7 +102,7 @@ TEST_CASE("a training step allocates nothing once its buffers have grown", "[mod
   float losses[3];
   for (float& loss : losses) loss = one_step();  // Catch's own checks allocate: none in here
   const long made = g_allocations.load() - before;
-  INFO(parts << " part(s)");
+  INFO(parts << " part(s), " << rounds << " round(s)");
   CHECK(made == 0);
   for (float loss : losses) CHECK(std::isfinite(loss));
 #endif

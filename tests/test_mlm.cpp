@@ -156,11 +156,12 @@ TEST_CASE("a masked batch split over threads gives the loss and gradients of the
   const MaskedBatch batch = mask_tokens(pack_batch(ptrs, {}), cfg.vocab_size, SpecialIds{}, 3, 1, 0.4);
   REQUIRE(batch.positions.size() >= 4);
   DropoutRng rng{7, 3, 0.2};
-  DataParallel<double> one(1), split(parts);
+  const int rounds = GENERATE(1, 2);  // --accumulate: the parts in rounds
+  DataParallel<double> one(1), split(parts, rounds);
   const double l1 = one.train_mlm(net, batch, &rng);
   const AlignedVector<double> g1 = net.grads();
   const double l2 = split.train_mlm(net, batch, &rng);
-  INFO(parts << " parts");
+  INFO(parts << " parts, " << rounds << " rounds");
   CHECK(l2 == Approx(l1).epsilon(1e-13));
   CHECK(relative_error(net.grads().data(), g1.data(), g1.size()) < 1e-12);
 }

@@ -144,7 +144,8 @@ TEST_CASE("the [CLS]-only last layer gives the loss and gradients of the full on
 }
 
 TEST_CASE("a batch split over threads gives the loss and gradients of the whole batch", "[model][parallel]") {
-  int parts = GENERATE(2, 3);
+  // rounds > 1: the parts run in rounds whose gradients accumulate (--accumulate).
+  int parts = GENERATE(2, 3), rounds = GENERATE(1, 2, 3);
   ModelConfig cfg = tiny_config(0.2);
   cfg.vocab_size = 20;
   Bert<double> net(cfg);
@@ -162,11 +163,11 @@ TEST_CASE("a batch split over threads gives the loss and gradients of the whole 
   for (const auto& s : seqs) ptrs.push_back(&s);
   Batch batch = pack_batch(ptrs, labels);
   DropoutRng rng{7, 3, 0.2};
-  DataParallel<double> one(1), split(parts);
+  DataParallel<double> one(1), split(parts, rounds);
   double l1 = one.train(net, batch, &rng);
   AlignedVector<double> g1 = net.grads();
   double l2 = split.train(net, batch, &rng);
-  INFO(parts << " parts");
+  INFO(parts << " parts, " << rounds << " rounds");
   CHECK(l2 == Approx(l1).epsilon(1e-13));
   CHECK(relative_error(net.grads().data(), g1.data(), g1.size()) < 1e-12);
 }

@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "helpers.hpp"
+#include "zibert/model/model_file.hpp"
 
+using namespace zibert;
 using namespace zibert::test;
 namespace fs = std::filesystem;
 
@@ -238,4 +240,33 @@ TEST_CASE("a SIGTERM from another process mid-run leaves a checkpoint that resum
   r = run_zibert("train -q --resume " + dir + "/m.safetensors.ckpt --interrupt-at-step " + std::to_string(step + 1));
   CHECK(r.status == 130);
   CHECK_THAT(r.err, Catch::Contains("after step " + std::to_string(step + 1)));
+}
+
+TEST_CASE("gradient accumulation (train --accumulate) gives the model of one batch that many times larger, and resumes exactly", "[robust][accumulate]") {
+  const std::string dir = toy_dir();
+  const std::string flags = " --epochs 2 --dim 16 --heads 2 --ffn 32 --max-len 32 --threads 2 -q --no-calibration";
+  auto train = [&](const std::string& out, const std::string& more) {
+    return run_zibert("train --data " + dir + "/train.tsv --out " + dir + "/" + out + flags + more);
+  };
+  REQUIRE(train("big.safetensors", " --batch 32").status == 0);
+  REQUIRE(train("acc.safetensors", " --batch 8 --accumulate 4").status == 0);
+  const Model big = load_model(dir + "/big.safetensors"), acc = load_model(dir + "/acc.safetensors");
+  CHECK(acc.training["accumulate"] == 4);
+  CHECK(acc.training["steps"] == big.training["steps"]);  // 32 sequences per step in both
+  CHECK_FALSE(big.training.contains("accumulate"));
+  const AlignedVector<float>& a = acc.net.params();
+  const AlignedVector<float>& b = big.net.params();
+  REQUIRE(a.size() == b.size());
+  double worst = 0;  // the same steps, summed in another order: float rounding only
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+  CHECK(worst < 1e-3);
+  CHECK(worst > 0);  // another summation order: the runs really differ in how they added
+  RunResult r = run_zibert("info -m " + dir + "/acc.safetensors");
+  CHECK_THAT(r.out, Catch::Contains("batch 8 x 4 rounds"));
+  // Stopped and resumed, the accumulating run gives the same bytes.
+  r = train("part.safetensors", " --batch 8 --accumulate 4 --interrupt-at-step 20 --interrupt-signal 2");
+  CHECK(r.status == 130);
+  REQUIRE(run_zibert("train -q --resume " + dir + "/part.safetensors.ckpt").status == 0);
+  CHECK(same_file(dir + "/acc.safetensors", dir + "/part.safetensors"));
+  CHECK(train("bad.safetensors", " --accumulate 0").status == 2);
 }

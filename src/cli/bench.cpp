@@ -9,12 +9,24 @@ namespace {
 
 struct BenchCli {
   BenchOptions bench;
-  std::string lengths;
+  std::string lengths, shape;
   int threads = 0;
   bool json = false, train_only = false, infer_only = false;
 };
 
+// The shapes of real Chinese BERTs: 768 wide, 12 heads, FFN 3072, their
+// 21,128-token vocabulary and token-type embeddings.
+void apply_shape(const std::string& name, ModelConfig& s) {
+  s.heads = 12;
+  s.dim = 768;
+  s.ffn = 3072;
+  s.vocab_size = 21128;
+  s.type_vocab_size = 2;
+  s.layers = name == "base" ? 12 : 3;
+}
+
 int run_bench_cli(BenchCli o) {
+  if (!o.shape.empty()) apply_shape(o.shape, o.bench.shape);
   BenchOptions opt = o.bench;
   opt.threads = apply_threads(o.threads);
   if (!o.lengths.empty()) {
@@ -48,6 +60,7 @@ Runner setup_bench(CLI::App& app) {
       "  zibert bench\n"
       "  zibert bench --layers 4 --dim 128 --ffn 512 --heads 4 --batch 32 --seconds 5\n"
       "  zibert bench --data train.tsv --threads 1 --json\n"
+      "  zibert bench --shape rbt3 --train-only --batch 8 --accumulate 4 --texts 64   # RBT3's shape\n"
       "  zibert bench --mlm --layers 4 --dim 128 --ffn 512   # pretraining throughput (batch 64)\n"
       "  zibert bench --int8 --infer-only --layers 4 --dim 128 --ffn 512   # int8 next to float32\n"
       "  zibert bench -m model.int8.safetensors --infer-only --data test.tsv   # a model file's inference");
@@ -81,8 +94,19 @@ Runner setup_bench(CLI::App& app) {
   app.add_flag("--int8", o->bench.int8, "Also measure the network quantized to int8, alternating rounds with float32")
       ->excludes(train_only)
       ->excludes(mlm);
+  app.add_option("--accumulate", o->bench.accumulate, "Training rounds per step, as train --accumulate: a step "
+                                                     "is --batch times this many sequences")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  CLI::Option* shape = app.add_option("--shape", o->shape, "A real Chinese BERT's shape: rbt3 (3 x 768, 12 heads, "
+                                                           "ffn 3072) or base (12 x 768, bert-base-chinese), vocab "
+                                                           "21128, token types")
+                           ->check(CLI::IsMember({"rbt3", "base"}));
+  model->excludes(shape);
   for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--max-len", "--vocab"})
     model->excludes(app.get_option(shape_flag));
+  for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--vocab"})
+    shape->excludes(app.get_option(shape_flag));
   add_threads_option(app, o->threads);
   app.add_flag("--json", o->json, "JSON output");
   return [o, batch] {

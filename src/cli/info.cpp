@@ -97,8 +97,9 @@ int run_info(const InfoCli& o) {
     if (t.contains("outliers"))
       std::printf("outliers    %lld texts of no label (--outliers), trained towards the uniform distribution\n",
                   t.value("outliers", 0LL));
-    std::printf("training    %lld epochs, batch %lld, lr %g, seed %llu, %lld threads; best epoch %lld\n",
-                t.value("epochs", 0LL), t.value("batch", 0LL), t.value("lr", 0.0), t.value("seed", 0ULL),
+    const std::string rounds = t.contains("accumulate") ? " x " + std::to_string(t.value("accumulate", 1LL)) + " rounds" : "";
+    std::printf("training    %lld epochs, batch %lld%s, lr %g, seed %llu, %lld threads; best epoch %lld\n",
+                t.value("epochs", 0LL), t.value("batch", 0LL), rounds.c_str(), t.value("lr", 0.0), t.value("seed", 0ULL),
                 t.value("threads", 0LL), t.value("best_epoch", 0LL));
     if (c.multi_label)
       std::printf("dev         exact match %.4f, micro-F1 %.4f, loss %.4f\n", t.value("dev_exact_match", 0.0),

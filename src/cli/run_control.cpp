@@ -58,6 +58,10 @@ void add_shape_options(CLI::App& app, ModelConfig& s, CLI::Option* init) {
 void add_optimizer_options(CLI::App& app, TrainOptions& t) {
   app.add_option("--epochs", t.epochs, "Passes over the data")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--batch", t.batch, "Sequences per step")->check(CLI::Range(1, 65536))->capture_default_str();
+  app.add_option("--accumulate", t.accumulate, "Gradient accumulation: each step sums N rounds of --batch sequences, "
+                                               "as one batch N times larger, holding one round's activations (one "
+                                               "process; not under mpirun)")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--lr", t.adam.lr, "Peak learning rate")->check(finite_range(0.0, 10.0))->capture_default_str();
   app.add_option("--warmup", t.warmup, "Fraction of steps with linear warmup")
       ->check(finite_range(0.0, 1.0))->capture_default_str();

@@ -94,7 +94,8 @@ struct TrainBatch {
 BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<float>& net, const SequenceSet& d) {
   std::uint64_t seed = o.seed;
   std::vector<TrainBatch> plan;
-  for (const std::vector<std::size_t>& members : bucketed_batches(d.lengths, static_cast<std::size_t>(o.batch), &seed)) {
+  const auto step_batch = static_cast<std::size_t>(o.batch * o.accumulate);
+  for (const std::vector<std::size_t>& members : bucketed_batches(d.lengths, step_batch, &seed)) {
     TrainBatch t{batch_of(d, members, true)};
     for (std::size_t e : members) {
       t.tokens += d.lengths[e];
@@ -103,7 +104,7 @@ BenchPhase train_phase(const BenchOptions& o, const ModelConfig& config, Bert<fl
     plan.push_back(std::move(t));
   }
   AdamW<float> adam(AdamWConfig{}, net.layout());
-  DataParallel<float> runner;
+  DataParallel<float> runner(0, static_cast<int>(o.accumulate));
   std::uint64_t step = 0;
   auto run = [&](const Batch& b) {
     DropoutRng rng{o.seed, step++, config.dropout};
@@ -264,6 +265,7 @@ BenchResult run_model_bench(const BenchOptions& o) {
 
 BenchResult run_bench(const BenchOptions& o) {
   if (o.batch < 1) throw Error("--batch must be at least 1");
+  if (o.accumulate < 1) throw Error("--accumulate must be at least 1");
   if (o.seconds <= 0) throw Error("--seconds must be positive");
   if (o.data.empty() && o.texts < 1) throw Error("--texts must be at least 1");
   BenchResult r;
@@ -322,6 +324,7 @@ nlohmann::ordered_json bench_json(const BenchResult& r) {
   j["model"] = config_to_json(c);  // the model file's form of the shape
   j["model"]["parameters"] = r.parameters;
   j["batch"] = r.options.batch;
+  if (r.options.accumulate > 1) j["accumulate"] = r.options.accumulate;
   j["threads"] = r.options.threads;
   j["data"] = r.data_desc;
   j["mean_tokens"] = r.mean_tokens;
@@ -351,7 +354,9 @@ std::string bench_table(const BenchResult& r) {
   std::ostringstream out;
   out << "model      " << c.layers << " layers, " << c.heads << " heads, dim " << c.dim << ", ffn " << c.ffn
       << ", max-len " << c.max_len << ", vocab " << c.vocab_size << ", " << r.parameters << " parameters\n";
-  out << "run        batch " << r.options.batch << ", " << r.options.threads << " threads, " << fixed(r.options.seconds, 1)
+  out << "run        batch " << r.options.batch
+      << (r.options.accumulate > 1 ? " x " + std::to_string(r.options.accumulate) + " rounds" : std::string())
+      << ", " << r.options.threads << " threads, " << fixed(r.options.seconds, 1)
       << " s per phase\n";
   out << "data       " << r.data_desc << "; mean " << fixed(r.mean_tokens, 1) << " tokens with [CLS]/[SEP]\n\n";
   out << "phase       examples/s    tokens/s   GFLOP/s  of ceiling  padding  peak MB\n";

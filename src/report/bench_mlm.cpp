@@ -20,9 +20,9 @@ BenchPhase bench_mlm_phase(const BenchOptions& o, const ModelConfig& config, Ber
   for (const std::vector<std::int32_t>& s : d.seqs) lines.emplace_back(s.begin() + 1, s.end() - 1);
   const SequenceSet packed = packed_sequences(lines, config.max_len, d.specials);
   std::uint64_t seed = o.seed;
-  const auto plan = bucketed_batches(packed.lengths, static_cast<std::size_t>(o.batch), &seed);
+  const auto plan = bucketed_batches(packed.lengths, static_cast<std::size_t>(o.batch * o.accumulate), &seed);
   AdamW<float> adam(AdamWConfig{}, net.layout());
-  DataParallel<float> runner;
+  DataParallel<float> runner(0, static_cast<int>(o.accumulate));
   std::uint64_t step = 0;
   BenchPhase phase;
   auto run = [&](const std::vector<std::size_t>& members, bool timed) {

@@ -8,6 +8,8 @@ namespace zibert {
 
 int world_threads(const TrainOptions& opt) { return opt.threads * World::get().size(); }
 
+std::int64_t step_batch(const TrainOptions& opt) { return opt.batch * opt.accumulate; }
+
 nlohmann::json options_json(const TrainOptions& o) {
   return {{"epochs", o.epochs},         {"batch", o.batch},
           {"lr", o.adam.lr},            {"beta1", o.adam.beta1},
@@ -17,13 +19,15 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"min_count", o.min_count},   {"max_vocab", o.max_vocab},   {"lowercase", o.lowercase},
           {"extend_vocab", o.extend_vocab}, {"label_smoothing", o.label_smoothing},
           {"positive", o.positive},     {"windows", o.windows},
-          {"threads", o.threads},       {"shape", config_to_json(o.shape)}};
+          {"threads", o.threads},       {"shape", config_to_json(o.shape)},
+          {"accumulate", o.accumulate}};
 }
 
 TrainOptions options_from_json(const nlohmann::json& j) {
   TrainOptions o;
   o.epochs = j.at("epochs").get<std::int64_t>();
   o.batch = j.at("batch").get<std::int64_t>();
+  o.accumulate = j.value("accumulate", std::int64_t(1));
   o.adam.lr = j.at("lr").get<double>();
   o.adam.beta1 = j.at("beta1").get<double>();
   o.adam.beta2 = j.at("beta2").get<double>();

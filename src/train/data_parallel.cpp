@@ -8,16 +8,26 @@
 #include <tuple>
 #include <utility>
 
+#include "zibert/base/error.hpp"
 #include "zibert/base/world.hpp"
 
 namespace zibert {
 
 template <class T>
-DataParallel<T>::DataParallel(int parts) : parts_(parts > 0 ? parts : omp_get_max_threads()) {}
+DataParallel<T>::DataParallel(int parts, int rounds)
+    : parts_(parts > 0 ? parts : omp_get_max_threads()), rounds_(std::max(rounds, 1)) {
+  if (rounds_ > 1 && World::get().distributed())
+    throw Error("gradient accumulation runs in one process; under mpirun the ranks already share the batch");
+}
+
+template <class T>
+Index DataParallel<T>::rounds_for(Index rows, Index parts) const {
+  return std::max<Index>(1, std::min<Index>(rounds_, rows / std::max<Index>(parts, 1)));
+}
 
 template <class T>
 template <class Part>
-T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
+T DataParallel<T>::run(Bert<T>& net, Index parts, Index rounds, const Part& part) {
   parts = std::max<Index>(parts, 1);
   const World& world = World::get();
   // This rank's parts of the batch: [first, last) of the world's `parts`.
@@ -25,9 +35,9 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
   const Index last = std::min<Index>(parts, first + parts_);
   const Index slots = std::max<Index>(last - first, 1);  // replicas, caches and threads this rank needs
   if (caches_.size() < static_cast<std::size_t>(slots)) caches_.resize(static_cast<std::size_t>(slots));
-  losses_.resize(static_cast<std::size_t>(parts));
-  weights_.resize(static_cast<std::size_t>(parts));
-  if (parts == 1 && !world.distributed()) {
+  losses_.resize(static_cast<std::size_t>(parts * rounds));
+  weights_.resize(static_cast<std::size_t>(parts * rounds));
+  if (parts == 1 && rounds == 1 && !world.distributed()) {
     net.zero_grad();
     return part(0, net, caches_[0]).first;
   }
@@ -39,35 +49,47 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, const Part& part) {
     bound_ = net.params().data();
   }
   std::vector<T>& losses = losses_;
-  std::vector<T>& weight = weights_;
-  std::exception_ptr error;
-#pragma omp parallel for num_threads(static_cast<int>(slots)) schedule(static, 1)
-  for (Index p = first; p < last; ++p) {
-    try {
-      Bert<T>& r = replicas_[p - first];
-      r.zero_grad();
-      std::tie(losses[p], weight[p]) = part(p, r, caches_[p - first]);
-    } catch (...) {
-#pragma omp critical(zibert_data_parallel_error)
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
-  if (world.distributed()) {
-    const auto start = std::chrono::steady_clock::now();
-    const T loss = reduce_over_ranks(net, first, last);
-    reduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return loss;
-  }
-  const T loss = add_losses(T(0), 0, parts);
-  if (!std::isfinite(loss)) return loss;
+  std::vector<T>& weights = weights_;
   AlignedVector<T>& grads = net.grads();
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(grads.size());
-#pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static)
-  for (std::ptrdiff_t i = 0; i < n; ++i) {
-    T sum = 0;
-    for (Index p = 0; p < parts; ++p) sum += weight[p] * replicas_[p].grads()[i];
-    grads[i] = sum;
+  T loss = 0;
+  for (Index round = 0; round < rounds; ++round) {
+    const Index k0 = round * parts;  // this round's first piece
+    std::exception_ptr error;
+    auto run_part = [&](Index p) {
+      try {
+        Bert<T>& r = replicas_[p - first];
+        r.zero_grad();
+        std::tie(losses[k0 + p], weights[k0 + p]) = part(k0 + p, r, caches_[p - first]);
+      } catch (...) {
+#pragma omp critical(zibert_data_parallel_error)
+        if (!error) error = std::current_exception();
+      }
+    };
+    if (slots == 1) {  // one thread: no OpenMP team (whose setup allocates)
+      run_part(first);
+    } else {
+#pragma omp parallel for num_threads(static_cast<int>(slots)) schedule(static, 1)
+      for (Index p = first; p < last; ++p) run_part(p);
+    }
+    if (error) std::rethrow_exception(error);
+    if (world.distributed()) break;  // one round; reduce_over_ranks sums
+    loss = add_losses(loss, k0, k0 + parts);
+    if (!std::isfinite(loss)) return loss;
+    const T* weight = weights.data() + k0;
+    const bool first_round = round == 0;
+#pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static) if (parts > 1)
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+      T sum = first_round ? T(0) : grads[i];
+      for (Index p = 0; p < parts; ++p) sum += weight[p] * replicas_[p].grads()[i];
+      grads[i] = sum;
+    }
+  }
+  if (world.distributed()) {
+    const auto start = std::chrono::steady_clock::now();
+    const T reduced = reduce_over_ranks(net, first, last);
+    reduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return reduced;
   }
   return loss;
 }
@@ -106,14 +128,15 @@ T DataParallel<T>::reduce_over_ranks(Bert<T>& net, Index first, Index last) {
 
 template <class T>
 T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng) {
-  const Index parts = std::min<Index>(world_parts(), batch.size);
-  pieces_.resize(static_cast<std::size_t>(std::max<Index>(parts, 1)));
-  for (Index p = 0; p < parts; ++p) {
-    const Index b0 = batch.size * p / parts, b1 = batch.size * (p + 1) / parts;
-    batch.part_into(b0, b1 - b0, pieces_[p]);
+  const Index parts = std::min<Index>(world_parts(), batch.size), rounds = rounds_for(batch.size, parts);
+  const Index pieces = parts * rounds;
+  pieces_.resize(static_cast<std::size_t>(std::max<Index>(pieces, 1)));
+  for (Index k = 0; k < pieces; ++k) {
+    const Index b0 = batch.size * k / pieces, b1 = batch.size * (k + 1) / pieces;
+    batch.part_into(b0, b1 - b0, pieces_[k]);
   }
-  return run(net, parts, [&](Index p, Bert<T>& r, ModelCache<T>& cache) {
-    const Batch& piece = parts <= 1 ? batch : pieces_[p];
+  return run(net, parts, rounds, [&](Index k, Bert<T>& r, ModelCache<T>& cache) {
+    const Batch& piece = pieces <= 1 ? batch : pieces_[k];
     const T loss = r.forward(piece, cache, rng);
     if (std::isfinite(loss)) r.backward(piece, cache);
     return std::pair<T, T>(loss, T(piece.size) / T(batch.size));
@@ -123,14 +146,15 @@ T DataParallel<T>::train(Bert<T>& net, const Batch& batch, const DropoutRng* rng
 template <class T>
 T DataParallel<T>::train_mlm(Bert<T>& net, const MaskedBatch& batch, const DropoutRng* rng) {
   const Index parts = std::min<Index>(world_parts(), batch.batch.size);
-  masked_pieces_.resize(static_cast<std::size_t>(std::max<Index>(parts, 1)));
-  for (Index p = 0; p < parts; ++p) {
-    const Index b0 = batch.batch.size * p / parts, b1 = batch.batch.size * (p + 1) / parts;
-    batch.part_into(b0, b1 - b0, masked_pieces_[p]);
+  const Index rounds = rounds_for(batch.batch.size, parts), pieces = parts * rounds;
+  masked_pieces_.resize(static_cast<std::size_t>(std::max<Index>(pieces, 1)));
+  for (Index k = 0; k < pieces; ++k) {
+    const Index b0 = batch.batch.size * k / pieces, b1 = batch.batch.size * (k + 1) / pieces;
+    batch.part_into(b0, b1 - b0, masked_pieces_[k]);
   }
   const T chosen = T(std::max<std::size_t>(batch.positions.size(), 1));
-  return run(net, parts, [&](Index p, Bert<T>& r, ModelCache<T>& cache) {
-    const MaskedBatch& piece = parts <= 1 ? batch : masked_pieces_[p];
+  return run(net, parts, rounds, [&](Index k, Bert<T>& r, ModelCache<T>& cache) {
+    const MaskedBatch& piece = pieces <= 1 ? batch : masked_pieces_[k];
     const T loss = r.forward_mlm(piece, cache, rng);
     if (std::isfinite(loss)) r.backward_mlm(piece, cache);
     return std::pair<T, T>(loss, T(piece.positions.size()) / chosen);

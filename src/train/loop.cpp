@@ -18,9 +18,9 @@ float apply_step(Bert<float>& net, AdamW<float>& adam, float loss, double lr) {
 Loop::Loop(Model& model, Objective& objective, const TrainOptions& opt, Progress& progress,
            const TrainHooks& hooks)
     : model_(model), objective_(objective), opt_(opt), progress_(progress), hooks_(hooks),
-      adam_(opt.adam, model.net.layout()), runner_(opt.threads), best_params_(model.net.params()) {
+      adam_(opt.adam, model.net.layout()), runner_(opt.threads, static_cast<int>(opt.accumulate)), best_params_(model.net.params()) {
   examples_ = static_cast<std::int64_t>(objective.lengths().size());
-  state_.per_epoch = (examples_ + opt.batch - 1) / opt.batch;
+  state_.per_epoch = (examples_ + step_batch(opt) - 1) / step_batch(opt);
   total_ = state_.per_epoch * opt.epochs;
   warmup_ = static_cast<std::int64_t>(std::llround(opt.warmup * double(total_)));
 }
@@ -68,7 +68,7 @@ double Loop::examples_per_s() const {
 // The batches of the epoch in its seeded order, from where the state says.
 void Loop::run_epoch(std::int64_t epoch) {
   std::uint64_t epoch_seed = opt_.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
-  const auto plan = bucketed_batches(objective_.lengths(), static_cast<std::size_t>(opt_.batch), &epoch_seed);
+  const auto plan = bucketed_batches(objective_.lengths(), static_cast<std::size_t>(step_batch(opt_)), &epoch_seed);
   for (auto bi = static_cast<std::size_t>(state_.batch); bi < plan.size(); ++bi) {
     const DropoutRng rng{opt_.seed, static_cast<std::uint64_t>(state_.step), model_.config.dropout};
     lr_ = opt_.adam.lr * lr_multiplier(state_.step, warmup_, total_);

@@ -189,7 +189,8 @@ Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, cons
                             Progress& progress, const Model* init, const Vocab* vocab, const Checkpoint* resume,
                             const TrainHooks& hooks) {
   if (train.empty()) throw Error("pretraining needs text");
-  if (opt.epochs < 1 || opt.batch < 1) throw Error("epochs and batch must be at least 1");
+  if (opt.epochs < 1 || opt.batch < 1 || opt.accumulate < 1)
+    throw Error("epochs, batch and accumulate must be at least 1");
   const Model* base = resume ? &resume->model : init;
   const bool from_init = init != nullptr || (resume && resume->state().value("init", false));
   Model model = prepare_encoder(train, opt, base, vocab);
@@ -212,6 +213,7 @@ Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, cons
   const nlohmann::json origin = model.training.is_object() ? model.training.value("origin", nlohmann::json()) : nlohmann::json();
   model.training = pretraining_record(train, dev, lines, sequences, dev_sequences, objective.dev_tokens(), opt, loop,
                                       model.config.dropout);
+  if (opt.accumulate > 1) model.training["accumulate"] = opt.accumulate;
   if (!origin.is_null()) model.training["origin"] = origin;  // pretrained further from an imported checkpoint
   if (opt.run.is_object() && opt.run.contains("imported_defaults"))
     model.training["imported_defaults"] = opt.run["imported_defaults"];

@@ -212,6 +212,9 @@ std::optional<Checkpoint> start(const RunRequest& r, TrainOptions& opt) {
     opt = r.train;
     opt.threads = apply_threads(r.threads);
   }
+  if (opt.accumulate > 1 && World::get().distributed())
+    throw Error("--accumulate runs in one process; under mpirun the ranks already share each batch (use more ranks "
+                "or a larger --batch)");
   return resume;
 }
 

@@ -308,6 +308,7 @@ nlohmann::json training_record(const Dataset& train, const Dataset& dev, std::si
           {"seed", opt.seed},               {"min_count", opt.min_count},
           {"threads", world_threads(opt)},  {"init", s.init},
           {"history", s.history},           {"zibert_version", ZIBERT_VERSION}};
+  if (opt.accumulate > 1) record["accumulate"] = opt.accumulate;
   objective.describe(s.best, record);  // the best epoch's dev scores
   return record;
 }
@@ -328,7 +329,8 @@ std::string guess_positive(const std::vector<std::string>& labels) {
 Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& opt, Progress& progress,
                             const Model* init, const Checkpoint* resume, const TrainHooks& hooks) {
   if (dev.rows.empty()) throw Error(dev.name + ": no dev examples to evaluate on");
-  if (opt.epochs < 1 || opt.batch < 1) throw Error("epochs and batch must be at least 1");
+  if (opt.epochs < 1 || opt.batch < 1 || opt.accumulate < 1)
+    throw Error("epochs, batch and accumulate must be at least 1");
   // A resumed run continues the checkpoint's model: its vocabulary, labels and weights.
   const Model* base = resume ? &resume->model : init;
   const bool from_init = init != nullptr || (resume && resume->state().value("init", false));

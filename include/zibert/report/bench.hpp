@@ -18,6 +18,7 @@ namespace zibert {
 struct BenchOptions {
   ModelConfig shape;               // layers, heads, dim, ffn, max_len, vocab_size (generated data)
   std::int64_t batch = 32;
+  std::int64_t accumulate = 1;     // training rounds per step (train --accumulate): a step is batch × accumulate
   double seconds = 3;              // per phase (training, inference)
   std::int64_t min_chars = 8;      // generated text lengths, uniform in [min_chars, max_chars]
   std::int64_t max_chars = 0;      // 0 = max_len − 2

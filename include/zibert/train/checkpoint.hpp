@@ -17,6 +17,7 @@ struct TrainOptions {
   ModelConfig shape;        // layers, heads, dim, ffn, max_len, dropout (vocab and labels come from data)
   std::int64_t epochs = 10;
   std::int64_t batch = 32;
+  std::int64_t accumulate = 1;  // rounds per step: a step's batch is batch × accumulate sequences
   AdamWConfig adam;
   double warmup = 0.1;      // fraction of all steps spent warming up
   std::uint64_t seed = 42;
@@ -37,6 +38,8 @@ struct TrainOptions {
 // each batch is split into, opt.threads on each of World's ranks (a run over
 // R ranks of T threads computes what one process of R·T threads does).
 int world_threads(const TrainOptions& opt);
+// The sequences one optimizer step sees: --batch of them per round, --accumulate rounds.
+std::int64_t step_batch(const TrainOptions& opt);
 
 // The options as a checkpoint records them, and back. The shape is
 // config_to_json's form, the one JSON form of a ModelConfig.
