@@ -1,7 +1,10 @@
 #include "zibert/train/optimizer.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace zibert {
 
@@ -27,9 +30,17 @@ double clip_grad_norm(AlignedVector<T>& grads, double max_norm) {
 template <class T>
 AdamW<T>::AdamW(const AdamWConfig& config, const std::vector<TensorInfo>& layout) : config_(config) {
   std::size_t n = layout.empty() ? 0 : layout.back().offset + layout.back().size;
-  decay_.assign(n, 0);
-  for (const TensorInfo& t : layout)
-    if (t.decay) std::fill_n(decay_.begin() + static_cast<std::ptrdiff_t>(t.offset), t.size, 1);
+  std::vector<TensorInfo> by_offset = layout;
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const TensorInfo& a, const TensorInfo& b) { return a.offset < b.offset; });
+  for (const TensorInfo& t : by_offset) {
+    if (!t.decay || t.size == 0) continue;
+    const auto first = static_cast<std::ptrdiff_t>(t.offset), last = first + static_cast<std::ptrdiff_t>(t.size);
+    if (!decayed_.empty() && decayed_.back().second >= first)
+      decayed_.back().second = std::max(decayed_.back().second, last);
+    else
+      decayed_.emplace_back(first, last);
+  }
   m_.assign(n, T(0));
   v_.assign(n, T(0));
 }
@@ -44,14 +55,42 @@ void AdamW<T>::step(AlignedVector<T>& params, const AlignedVector<T>& grads, dou
   const T decay = T(1.0 - lr * config_.weight_decay);
   const T eps = T(config_.eps), tb1 = T(b1), tb2 = T(b2), tsb2 = T(sqrt_bias2);
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(params.size());
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (std::ptrdiff_t i = 0; i < n; ++i) {
-    T g = grads[i];
-    if (decay_[i]) params[i] *= decay;
-    m_[i] = tb1 * m_[i] + (T(1) - tb1) * g;
-    v_[i] = tb2 * v_[i] + (T(1) - tb2) * g * g;
-    T denom = std::sqrt(v_[i]) / tsb2 + eps;
-    params[i] -= step_size * m_[i] / denom;
+  T* p = params.data();
+  const T* gr = grads.data();
+  T* m = m_.data();
+  T* v = v_.data();
+  auto update = [&](std::ptrdiff_t lo, std::ptrdiff_t hi, auto decayed) {
+    for (std::ptrdiff_t i = lo; i < hi; ++i) {
+      T g = gr[i];
+      if constexpr (decltype(decayed)::value) p[i] *= decay;
+      m[i] = tb1 * m[i] + (T(1) - tb1) * g;
+      v[i] = tb2 * v[i] + (T(1) - tb2) * g * g;
+      T denom = std::sqrt(v[i]) / tsb2 + eps;
+      p[i] -= step_size * m[i] / denom;
+    }
+  };
+  // Each thread takes one contiguous share, as a static schedule would, and
+  // walks the decay ranges that cross it.
+#pragma omp parallel if (n > 65536)
+  {
+    const std::ptrdiff_t threads = omp_get_num_threads(), id = omp_get_thread_num();
+    const std::ptrdiff_t a = n * id / threads, b = n * (id + 1) / threads;
+    auto r = std::lower_bound(decayed_.begin(), decayed_.end(), a,
+                              [](const std::pair<std::ptrdiff_t, std::ptrdiff_t>& range, std::ptrdiff_t at) {
+                                return range.second <= at;
+                              });
+    for (std::ptrdiff_t i = a; i < b;) {
+      if (r != decayed_.end() && r->first <= i) {
+        const std::ptrdiff_t hi = std::min(b, r->second);
+        update(i, hi, std::true_type{});
+        i = hi;
+        ++r;
+      } else {
+        const std::ptrdiff_t hi = r != decayed_.end() ? std::min(b, r->first) : b;
+        update(i, hi, std::false_type{});
+        i = hi;
+      }
+    }
   }
 }
 

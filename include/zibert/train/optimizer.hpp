@@ -2,6 +2,7 @@
 // gradient-norm clipping — all as PyTorch computes them.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "zibert/model/bert.hpp"
@@ -43,7 +44,10 @@ class AdamW {
 
  private:
   AdamWConfig config_;
-  std::vector<std::uint8_t> decay_;  // per element: 1 where weight decay applies
+  // The element ranges [first, second) where weight decay applies, ascending
+  // and apart: a list per tensor, not a flag per element (a byte per
+  // parameter is 100 MB at bert-base's shape, read every step).
+  std::vector<std::pair<std::ptrdiff_t, std::ptrdiff_t>> decayed_;
   AlignedVector<T> m_, v_;             // first and second moments, as long as params
   std::int64_t t_ = 0;
 };
