@@ -196,11 +196,11 @@ void Bert<T>::layer_forward(Index l, const CRef<T>& x, const Batch& batch, const
   }
   // The residual: x, or its listed rows (forward_rows gathered them).
   const CMatMap<T> skip(query_rows ? lc.attn.xq.data.data() : x.data(), rows, c);
-  MatMap<T> res = lc.res.view(rows, c), hid = lc.hidden.view(rows, c);  // (rows, C)
+  MatMap<T> res = cache.res.view(rows, c), hid = lc.hidden.view(rows, c);  // (rows, C)
   res = skip + a;
   layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
-  MatMap<T> pre = lc.ff_pre.view(rows, f), act = lc.ff_act.view(rows, f);  // (rows, F)
-  MatMap<T> out = lc.ff_out.view(rows, c);                                // (rows, C)
+  MatMap<T> pre = lc.ff_pre.view(rows, f), act = cache.ff_act.view(rows, f);  // (rows, F)
+  MatMap<T> out = cache.ff_out.view(rows, c);                                // (rows, C)
   layer.up.forward(hid, pre);
   gelu_forward<T>(pre, act);
   layer.down.forward(act, out);
@@ -232,7 +232,8 @@ void Bert<T>::layer_backward(Index l, const CRef<T>& x, const std::vector<std::i
   dc = da;
   if (drop) dc.array() *= MatMap<T>(lc.drop2.data.data(), rows, c).array();
   Ref<T> dff_ref(dff);
-  MatMap<T> act(lc.ff_act.data.data(), rows, f), pre(lc.ff_pre.data.data(), rows, f);
+  MatMap<T> pre(lc.ff_pre.data.data(), rows, f), act = cache.ff_act.view(rows, f);
+  gelu_forward<T>(pre, act);  // recomputed: the forward pass did not keep it
   layer.down.backward(act, dc, &dff_ref);
   gelu_backward<T>(pre, dff, dff);
   Ref<T> db_ref(db);

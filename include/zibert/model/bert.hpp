@@ -27,13 +27,10 @@ struct EncoderLayerCache {
   AttentionCache<T> attn;
   Buffer<T> attn_out;     // (rows, C) attention output before dropout
   Buffer<T> drop1;        // (rows, C) dropout mask on the attention output
-  Buffer<T> res;          // (rows, C) residual sums before each LayerNorm
   Buffer<T> ln1_xhat;     // (rows, C)
   Buffer<T> ln1_rstd;     // (rows, 1)
   Buffer<T> hidden;       // (rows, C) LayerNorm 1 output
-  Buffer<T> ff_pre;       // (rows, F) before GELU
-  Buffer<T> ff_act;       // (rows, F) after GELU
-  Buffer<T> ff_out;       // (rows, C) second projection before dropout
+  Buffer<T> ff_pre;       // (rows, F) before GELU; backward recomputes GELU from it
   Buffer<T> drop2;        // (rows, C)
   Buffer<T> ln2_xhat;     // (rows, C)
   Buffer<T> ln2_rstd;     // (rows, 1)
@@ -70,6 +67,12 @@ struct ModelCache {
   Buffer<T> emb_rstd;   // (N, 1)
   Buffer<T> emb_drop;   // (N, C)
   std::vector<EncoderLayerCache<T>> layers;
+  // Every layer's scratch, kept by none: backward needs neither the sums nor
+  // the second projection, and recomputes GELU(ff_pre) (at 768 wide, F = 3072
+  // floats a token a layer less to hold).
+  Buffer<T> res;        // (rows, C) residual sums before each LayerNorm
+  Buffer<T> ff_act;     // (rows, F) after GELU
+  Buffer<T> ff_out;     // (rows, C) second projection before dropout
   Buffer<T> hidden;     // ((L+1)*N, C) each layer's output, [0] = embeddings;
                         // with rows_only the last block's first M rows hold the listed rows
   Buffer<T> cls;        // (B, C) [CLS] rows of the last layer
