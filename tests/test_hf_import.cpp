@@ -488,6 +488,35 @@ TEST_CASE("export --hf writes what BertForSequenceClassification loads, and impo
   CHECK(wordpiece_to_json(a.tokenizer.wordpiece()->options()) == wordpiece_to_json(b.tokenizer.wordpiece()->options()));
 }
 
+TEST_CASE("an imported encoder exports as BertForMaskedLM and imports back the same", "[hf][export]") {
+  const std::string dir = temp_dir();
+  REQUIRE(run_zibert("import -q " + kHf + "/pretraining-bin --out " + dir + "/enc.safetensors").status == 0);
+  REQUIRE(run_zibert("export -q --hf " + dir + "/hf -m " + dir + "/enc.safetensors").status == 0);
+  std::ifstream in(dir + "/hf/config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  CHECK(config["architectures"] == nlohmann::json({"BertForMaskedLM"}));
+  CHECK_FALSE(config.contains("id2label"));
+  const SafeTensors st = decode_safetensors(read_text(dir + "/hf/model.safetensors"), "model.safetensors");
+  for (const char* name : {"bert.embeddings.word_embeddings.weight", "bert.embeddings.token_type_embeddings.weight",
+                           "cls.predictions.transform.dense.weight", "cls.predictions.bias"})
+    CHECK(st.tensors.count(name) == 1);
+  CHECK(st.tensors.count("classifier.weight") == 0);
+  const Model a = load_model(dir + "/enc.safetensors");
+  const Model b = import_hf_checkpoint(dir + "/hf");
+  CHECK(b.config.task == Task::mlm);
+  CHECK(a.net.params() == b.net.params());
+  CHECK(a.tokenizer.wordpiece()->tokens() == b.tokenizer.wordpiece()->tokens());
+  // fill-mask reads both the same.
+  const std::string ask = "fill-mask -m ";
+  const RunResult ra = run_zibert(ask + dir + "/enc.safetensors '年夜饭的压轴菜是佛跳[MASK]'");
+  REQUIRE(run_zibert("import -q " + dir + "/hf --out " + dir + "/hf.safetensors").status == 0);
+  const RunResult rc = run_zibert(ask + dir + "/hf.safetensors '年夜饭的压轴菜是佛跳[MASK]'");
+  CHECK(ra.status == 0);
+  CHECK(rc.status == 0);
+  CHECK(!ra.out.empty());
+  CHECK(ra.out == rc.out);
+}
+
 TEST_CASE("zibert's own calibrated model exported and imported predicts the same Chinese text", "[hf][export]") {
   Model m = tiny_classifier(4);
   m.classifier.calibration = Calibration{};
