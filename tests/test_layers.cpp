@@ -108,16 +108,25 @@ TEST_CASE("cross-entropy backward matches finite differences", "[layers][gradche
 }
 
 TEST_CASE("dropout masks are seeded and scaled and deterministic", "[layers]") {
-  M a(50, 40), b(50, 40), c(50, 40);
   DropoutRng rng{7, 3, 0.25};
-  dropout_mask<double>(rng, 1, a);
-  dropout_mask<double>(rng, 1, b);
-  dropout_mask<double>(rng, 2, c);
-  CHECK(a == b);
-  CHECK(a != c);
-  double zeros = (a.array() == 0.0).cast<double>().sum() / double(a.size());
+  DropoutMask a, b, c, rows;
+  dropout_mask(rng, 1, 50, 40, a);
+  dropout_mask(rng, 1, 50, 40, b);
+  dropout_mask(rng, 2, 50, 40, c);
+  CHECK(a.keep == b.keep);
+  CHECK(a.keep != c.keep);
+  M x = M::Constant(50, 40, 3.0);
+  a.apply(x);
+  double zeros = (x.array() == 0.0).cast<double>().sum() / double(x.size());
   CHECK(zeros == Approx(0.25).margin(0.03));
-  CHECK(((a.array() == 0.0) || ((a.array() - 1.0 / 0.75).abs() < 1e-12)).all());
+  CHECK(((x.array() == 0.0) || ((x.array() - 3.0 / 0.75).abs() < 1e-12)).all());
+  // Some rows only draw as those rows of the whole.
+  const std::vector<std::int32_t> listed{4, 17};
+  dropout_mask(rng, 1, 40, rows, 10, listed);
+  for (Index i = 0; i < 2; ++i)
+    for (Index j = 0; j < 40; ++j) CHECK(rows.keep[i * 40 + j] == a.keep[(10 + listed[i]) * 40 + j]);
+  M wrong(3, 40);
+  CHECK_THROWS(a.apply(wrong));
 }
 
 TEST_CASE("attention backward matches finite differences and padded keys get no weight", "[layers][gradcheck]") {

@@ -178,37 +178,31 @@ void Bert<T>::layer_forward(Index l, const CRef<T>& x, const Batch& batch, const
   const Index rows = query_rows ? static_cast<Index>(query_rows->size()) : b_size * seq;
   // Dropout masks are those of the same rows in the full (N, C) matrices.
   const auto first_row = static_cast<std::uint64_t>(batch.first * seq);
-  auto draw = [&](std::uint64_t site, MatMap<T> mask) {
+  auto drop = [&](std::uint64_t site, DropoutMask& mask, MatMap<T> x) {
     if (query_rows)
-      dropout_mask<T>(*rng, site, mask, first_row, *query_rows);
+      dropout_mask(*rng, site, c, mask, first_row, *query_rows);
     else
-      dropout_mask<T>(*rng, site, mask, first_row);
+      dropout_mask(*rng, site, rows, c, mask, first_row);
+    mask.apply(x);
   };
-  MatMap<T> a = lc.attn_out.view(rows, c);  // (rows, C)
+  MatMap<T> a = cache.proj.view(rows, c);  // (rows, C)
   if (query_rows)
     layer.attention.forward_rows(x, seq, *query_rows, cache.key_valid.data(), lc.attn, a);
   else
     layer.attention.forward(x, b_size, seq, cache.key_valid.data(), lc.attn, a);
-  if (rng) {
-    MatMap<T> mask = lc.drop1.view(rows, c);
-    draw(1 + 2 * l, mask);
-    a.array() *= mask.array();
-  }
+  if (rng) drop(1 + 2 * l, lc.drop1, a);
   // The residual: x, or its listed rows (forward_rows gathered them).
   const CMatMap<T> skip(query_rows ? lc.attn.xq.data.data() : x.data(), rows, c);
-  MatMap<T> res = cache.res.view(rows, c), hid = lc.hidden.view(rows, c);  // (rows, C)
+  MatMap<T> res = cache.res.view(rows, c);  // (rows, C)
   res = skip + a;
+  MatMap<T> hid = cache.ln1_out.view(rows, c);  // (rows, C)
   layer.ln1.forward(res, hid, lc.ln1_xhat.view(rows, c), lc.ln1_rstd.view(rows, 1));
   MatMap<T> pre = lc.ff_pre.view(rows, f), act = cache.ff_act.view(rows, f);  // (rows, F)
-  MatMap<T> out = cache.ff_out.view(rows, c);                                // (rows, C)
+  MatMap<T> out = cache.proj.view(rows, c);                                  // (rows, C)
   layer.up.forward(hid, pre);
   gelu_forward<T>(pre, act);
   layer.down.forward(act, out);
-  if (rng) {
-    MatMap<T> mask = lc.drop2.view(rows, c);
-    draw(2 + 2 * l, mask);
-    out.array() *= mask.array();
-  }
+  if (rng) drop(2 + 2 * l, lc.drop2, out);
   res = hid + out;
   layer.ln2.forward(res, y, lc.ln2_xhat.view(rows, c), lc.ln2_rstd.view(rows, 1));
 }
@@ -230,19 +224,21 @@ void Bert<T>::layer_backward(Index l, const CRef<T>& x, const std::vector<std::i
                      da, cache.ln_scratch);
   db = da;  // the residual path into hid
   dc = da;
-  if (drop) dc.array() *= MatMap<T>(lc.drop2.data.data(), rows, c).array();
+  if (drop) lc.drop2.apply(dc);
   Ref<T> dff_ref(dff);
   MatMap<T> pre(lc.ff_pre.data.data(), rows, f), act = cache.ff_act.view(rows, f);
   gelu_forward<T>(pre, act);  // recomputed: the forward pass did not keep it
   layer.down.backward(act, dc, &dff_ref);
   gelu_backward<T>(pre, dff, dff);
   Ref<T> db_ref(db);
-  layer.up.backward(MatMap<T>(lc.hidden.data.data(), rows, c), dff, &db_ref, true);
+  MatMap<T> hid = cache.ln1_out.view(rows, c);  // (rows, C) recomputed: the forward pass did not keep it
+  layer.ln1.scale(MatMap<T>(lc.ln1_xhat.data.data(), rows, c), hid);
+  layer.up.backward(hid, dff, &db_ref, true);
   // hid = LN1(x + dropout(attention(x)))
   layer.ln1.backward(db, MatMap<T>(lc.ln1_xhat.data.data(), rows, c), MatMap<T>(lc.ln1_rstd.data.data(), rows, 1),
                      da, cache.ln_scratch);
   dc = da;
-  if (drop) dc.array() *= MatMap<T>(lc.drop1.data.data(), rows, c).array();
+  if (drop) lc.drop1.apply(dc);
   if (query_rows) {
     MatMap<T> dx_attn = cache.grad_b.view(n, c);
     layer.attention.backward_rows(x, dc, seq, *query_rows, lc.attn, dx_attn);
@@ -268,9 +264,8 @@ T Bert<T>::head_forward(const Batch& batch, const DropoutRng* rng, ModelCache<T>
   MatMap<T> pooled_dropped = cache.pooled_dropped.view(b_size, c);  // (B, C)
   pooled_dropped = pooled;
   if (rng) {
-    MatMap<T> mask = cache.pool_drop.view(b_size, c);
-    dropout_mask<T>(*rng, 1000, mask, batch.first);
-    pooled_dropped.array() *= mask.array();
+    dropout_mask(*rng, 1000, b_size, c, cache.pool_drop, batch.first);
+    cache.pool_drop.apply(pooled_dropped);
   }
   MatMap<T> logits = cache.logits.view(b_size, config_.labels);  // (B, K)
   head_.classifier.forward(pooled_dropped, logits);
@@ -307,7 +302,7 @@ void Bert<T>::head_backward(const Batch& batch, ModelCache<T>& cache) const {
   MatMap<T> dpooled = cache.grad_pooled.view(b_size, c);  // (B, C)
   Ref<T> dpooled_ref(dpooled);
   head_.classifier.backward(MatMap<T>(cache.pooled_dropped.data.data(), b_size, c), dlogits, &dpooled_ref);
-  if (cache.dropout_on) dpooled.array() *= MatMap<T>(cache.pool_drop.data.data(), b_size, c).array();
+  if (cache.dropout_on) cache.pool_drop.apply(dpooled);
   MatMap<T> pooled(cache.pooled.data.data(), b_size, c);
   dpooled.array() *= (T(1) - pooled.array().square());
   MatMap<T> dcls = cache.grad_cls.view(b_size, c);  // (B, C)
@@ -333,9 +328,8 @@ void Bert<T>::encode(const Batch& batch, bool rows_only, const DropoutRng* rng, 
   auto h0 = hidden.middleRows(0, n);                           // (N, C)
   embeddings_.forward(batch, cache.emb_sum.view(n, c), h0, cache.emb_xhat.view(n, c), cache.emb_rstd.view(n, 1));
   if (rng) {
-    MatMap<T> mask = cache.emb_drop.view(n, c);
-    dropout_mask<T>(*rng, 0, mask, batch.first * batch.seq);
-    h0.array() *= mask.array();
+    dropout_mask(*rng, 0, n, c, cache.emb_drop, batch.first * batch.seq);
+    cache.emb_drop.apply(h0);
   }
   for (Index l = 0; l < n_layers; ++l) {
     const std::vector<std::int32_t>* rows = rows_only && l == n_layers - 1 ? &cache.last_rows : nullptr;
@@ -355,7 +349,7 @@ void Bert<T>::encode_backward(const Batch& batch, ModelCache<T>& cache) {
   }
   // h0 = dropout(LN(word[ids] + pos))
   MatMap<T> dh0(cache.grad_out.data.data(), n, c);
-  if (cache.dropout_on) dh0.array() *= MatMap<T>(cache.emb_drop.data.data(), n, c).array();
+  if (cache.dropout_on) cache.emb_drop.apply(dh0);
   embeddings_.backward(batch, dh0, MatMap<T>(cache.emb_xhat.data.data(), n, c),
                        MatMap<T>(cache.emb_rstd.data.data(), n, 1), cache.grad_a.view(n, c), cache.ln_scratch);
 }

@@ -36,6 +36,12 @@ std::pair<T, T> row_moments(const Row& row, T eps) {
   return {mean, T(1) / std::sqrt(var + eps)};
 }
 
+// y = xhat·γ + β for one row: forward and scale write the same bits.
+template <class XRow, class G, class YRow>
+void scale_row(const XRow& xhat, const G& g, const G& b, YRow&& y) {
+  y = xhat.array() * g.array() + b.array();
+}
+
 }  // namespace
 
 template <class T>
@@ -47,8 +53,16 @@ void LayerNorm<T>::forward(const CRef<T>& x, Ref<T> y, Ref<T> xhat, Ref<T> rstd)
     const auto [mean, r] = row_moments(x.row(i), eps);
     rstd(i, 0) = r;
     xhat.row(i) = (x.row(i).array() - mean) * r;
-    y.row(i) = xhat.row(i).array() * g.array() + b.array();
+    scale_row(xhat.row(i), g, b, y.row(i));
   }
+}
+
+template <class T>
+void LayerNorm<T>::scale(const CRef<T>& xhat, Ref<T> y) const {
+  const Index n = xhat.rows(), c = xhat.cols();
+  const RowMap<T> g = gamma.row(), b = beta.row();
+#pragma omp parallel for schedule(static) if (n * c > 16384)
+  for (Index i = 0; i < n; ++i) scale_row(xhat.row(i), g, b, y.row(i));
 }
 
 template <class T>
@@ -112,36 +126,54 @@ void gelu_backward(const CRef<T>& x, const CRef<T>& dy, Ref<T> dx) {
                     .matrix();
 }
 
+// Not templates: compiled once, in the float library, which the tests' double
+// library links against.
+#ifndef ZIBERT_F64
 namespace {
 
 // The mask's row i draws as row row_of(i) of the whole.
-template <class T, class RowOf>
-void fill_dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, RowOf row_of) {
+template <class RowOf>
+void fill_dropout_mask(const DropoutRng& rng, std::uint64_t site, Index rows, Index cols, DropoutMask& mask,
+                       RowOf row_of) {
   const std::uint64_t base = splitmix64(splitmix64(rng.seed ^ splitmix64(rng.step)) ^ site);
-  const T keep = T(1) / T(1 - rng.p);
-  const Index rows = mask.rows(), cols = mask.cols();
-#pragma omp parallel for schedule(static) if (mask.size() > 16384)
+  mask.rows = rows;
+  mask.cols = cols;
+  mask.p = rng.p;
+  if (mask.keep.size() < static_cast<std::size_t>(rows * cols)) mask.keep.resize(static_cast<std::size_t>(rows * cols));
+  std::uint8_t* keep = mask.keep.data();
+#pragma omp parallel for schedule(static) if (rows * cols > 16384)
   for (Index i = 0; i < rows; ++i)
     for (Index j = 0; j < cols; ++j) {
       std::uint64_t h = splitmix64(base + row_of(i) * static_cast<std::uint64_t>(cols) + static_cast<std::uint64_t>(j));
       double u = static_cast<double>(h >> 11) * 0x1.0p-53;  // uniform in [0, 1)
-      mask(i, j) = u < rng.p ? T(0) : keep;
+      keep[i * cols + j] = u < rng.p ? 0 : 1;
     }
 }
 
 }  // namespace
 
-template <class T>
-void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row) {
-  fill_dropout_mask<T>(rng, site, mask, [first_row](Index i) { return first_row + static_cast<std::uint64_t>(i); });
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Index rows, Index cols, DropoutMask& mask,
+                  std::uint64_t first_row) {
+  fill_dropout_mask(rng, site, rows, cols, mask,
+                    [first_row](Index i) { return first_row + static_cast<std::uint64_t>(i); });
 }
 
-template <class T>
-void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row,
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Index cols, DropoutMask& mask, std::uint64_t first_row,
                   std::span<const std::int32_t> rows) {
-  if (static_cast<std::size_t>(mask.rows()) != rows.size()) throw Error("dropout_mask: one row number per mask row");
-  fill_dropout_mask<T>(rng, site, mask,
-                       [first_row, rows](Index i) { return first_row + static_cast<std::uint64_t>(rows[i]); });
+  fill_dropout_mask(rng, site, static_cast<Index>(rows.size()), cols, mask,
+                    [first_row, rows](Index i) { return first_row + static_cast<std::uint64_t>(rows[i]); });
+}
+#endif
+
+// Each library defines the overload of its ZIBERT_REAL.
+void DropoutMask::apply(Ref<ZIBERT_REAL> x) const {
+  using T = ZIBERT_REAL;
+  if (x.rows() != rows || x.cols() != cols) throw Error("DropoutMask::apply: the matrix is not the mask's shape");
+  const T scale = T(1) / T(1 - p);
+  const std::uint8_t* k = keep.data();
+#pragma omp parallel for schedule(static) if (rows * cols > 16384)
+  for (Index i = 0; i < rows; ++i)
+    for (Index j = 0; j < cols; ++j) x(i, j) *= T(k[i * cols + j]) * scale;
 }
 
 template <class T>
@@ -224,8 +256,6 @@ void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* tar
   template struct LayerNorm<T>;                                                                 \
   template void gelu_forward<T>(const CRef<T>&, Ref<T>);                                        \
   template void gelu_backward<T>(const CRef<T>&, const CRef<T>&, Ref<T>);                       \
-  template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t); \
-  template void dropout_mask<T>(const DropoutRng&, std::uint64_t, Ref<T>, std::uint64_t, std::span<const std::int32_t>); \
   template void softmax_rows<T>(Ref<T>);                                                        \
   template T cross_entropy_forward<T>(const CRef<T>&, const std::int32_t*, Ref<T>, double);     \
   template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>, double); \

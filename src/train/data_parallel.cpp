@@ -41,13 +41,25 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, Index rounds, const Part& part
     net.zero_grad();
     return part(0, net, caches_[0]).first;
   }
+  // One round in one process: part 0 runs on net itself, into net's gradient,
+  // which the sum below then weights in place: one parameter-sized array
+  // fewer. Rounds accumulate in net's gradient and ranks sum replicas in the
+  // world's order, so there every part has a replica of its own.
+  const bool direct = rounds == 1 && !world.distributed();
+  const Index own = direct ? slots - 1 : slots;
   // Replicas read net's weights in place: rebuild them when those move.
-  if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(slots) ||
-      replicas_.front().grads().size() != net.params().size()) {
+  if (bound_ != net.params().data() || replicas_.size() < static_cast<std::size_t>(own) ||
+      (!replicas_.empty() && replicas_.front().grads().size() != net.params().size())) {
     replicas_.clear();
-    for (Index p = 0; p < slots; ++p) replicas_.push_back(Bert<T>::replica(net));
+    for (Index p = 0; p < own; ++p) replicas_.push_back(Bert<T>::replica(net));
     bound_ = net.params().data();
   }
+  auto replica = [&](Index p) -> Bert<T>& {
+    if (direct) return p == first ? net : replicas_[p - first - 1];
+    return replicas_[p - first];
+  };
+  part_grads_.resize(static_cast<std::size_t>(parts));
+  for (Index p = first; p < last; ++p) part_grads_[p - first] = replica(p).grads().data();
   std::vector<T>& losses = losses_;
   std::vector<T>& weights = weights_;
   AlignedVector<T>& grads = net.grads();
@@ -58,7 +70,7 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, Index rounds, const Part& part
     std::exception_ptr error;
     auto run_part = [&](Index p) {
       try {
-        Bert<T>& r = replicas_[p - first];
+        Bert<T>& r = replica(p);
         r.zero_grad();
         std::tie(losses[k0 + p], weights[k0 + p]) = part(k0 + p, r, caches_[p - first]);
       } catch (...) {
@@ -77,11 +89,12 @@ T DataParallel<T>::run(Bert<T>& net, Index parts, Index rounds, const Part& part
     loss = add_losses(loss, k0, k0 + parts);
     if (!std::isfinite(loss)) return loss;
     const T* weight = weights.data() + k0;
+    const T* const* part_grads = part_grads_.data();  // part 0's is grads itself when direct
     const bool first_round = round == 0;
 #pragma omp parallel for num_threads(static_cast<int>(parts)) schedule(static) if (parts > 1)
     for (std::ptrdiff_t i = 0; i < n; ++i) {
       T sum = first_round ? T(0) : grads[i];
-      for (Index p = 0; p < parts; ++p) sum += weight[p] * replicas_[p].grads()[i];
+      for (Index p = 0; p < parts; ++p) sum += weight[p] * part_grads[p][i];
       grads[i] = sum;
     }
   }
@@ -119,7 +132,7 @@ T DataParallel<T>::reduce_over_ranks(Bert<T>& net, Index first, Index last) {
 #pragma omp parallel for num_threads(static_cast<int>(std::max<Index>(last - first, 1))) schedule(static)
     for (std::ptrdiff_t i = 0; i < n; ++i) {
       T s = sum[i];
-      for (Index p = first; p < last; ++p) s += weights_[p] * replicas_[p - first].grads()[i];
+      for (Index p = first; p < last; ++p) s += weights_[p] * part_grads_[p - first][i];
       sum[i] = s;
     }
   });

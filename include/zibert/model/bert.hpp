@@ -25,13 +25,11 @@ enum class LastRows { needed, all };
 template <class T>
 struct EncoderLayerCache {
   AttentionCache<T> attn;
-  Buffer<T> attn_out;     // (rows, C) attention output before dropout
-  Buffer<T> drop1;        // (rows, C) dropout mask on the attention output
-  Buffer<T> ln1_xhat;     // (rows, C)
+  DropoutMask drop1;      // (rows, C) on the attention output
+  Buffer<T> ln1_xhat;     // (rows, C); backward recomputes LayerNorm 1's output from it
   Buffer<T> ln1_rstd;     // (rows, 1)
-  Buffer<T> hidden;       // (rows, C) LayerNorm 1 output
   Buffer<T> ff_pre;       // (rows, F) before GELU; backward recomputes GELU from it
-  Buffer<T> drop2;        // (rows, C)
+  DropoutMask drop2;      // (rows, C) on the FFN output
   Buffer<T> ln2_xhat;     // (rows, C)
   Buffer<T> ln2_rstd;     // (rows, 1)
 };
@@ -65,19 +63,21 @@ struct ModelCache {
   Buffer<T> emb_sum;    // (N, C) word + token type + position embedding
   Buffer<T> emb_xhat;   // (N, C)
   Buffer<T> emb_rstd;   // (N, 1)
-  Buffer<T> emb_drop;   // (N, C)
+  DropoutMask emb_drop;  // (N, C)
   std::vector<EncoderLayerCache<T>> layers;
   // Every layer's scratch, kept by none: backward needs neither the sums nor
-  // the second projection, and recomputes GELU(ff_pre) (at 768 wide, F = 3072
-  // floats a token a layer less to hold).
+  // the output projections, and recomputes LayerNorm 1's output from its
+  // xhat and GELU(ff_pre) (at 768 wide, F = 3072 floats a token a layer less
+  // to hold).
   Buffer<T> res;        // (rows, C) residual sums before each LayerNorm
+  Buffer<T> ln1_out;    // (rows, C) LayerNorm 1's output
   Buffer<T> ff_act;     // (rows, F) after GELU
-  Buffer<T> ff_out;     // (rows, C) second projection before dropout
+  Buffer<T> proj;       // (rows, C) an output projection before dropout: attention's, then the FFN's
   Buffer<T> hidden;     // ((L+1)*N, C) each layer's output, [0] = embeddings;
                         // with rows_only the last block's first M rows hold the listed rows
   Buffer<T> cls;        // (B, C) [CLS] rows of the last layer
   Buffer<T> pooled;     // (B, C) tanh(pooler)
-  Buffer<T> pool_drop;  // (B, C)
+  DropoutMask pool_drop;  // (B, C)
   Buffer<T> pooled_dropped;  // (B, C)
   Buffer<T> logits;     // (B, K)
   Buffer<T> probs;      // (B, K)

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "zibert/nn/tensor.hpp"
 
@@ -33,6 +34,9 @@ struct LayerNorm {
   // over the matrix (the sum, xhat, y). The same operations in the same order
   // as forward on x + a.
   void forward_sum(const CRef<T>& x, const CRef<T>& a, Ref<T> y) const;
+  // y = xhat·γ + β: forward's output again from the xhat it kept (training
+  // recomputes it in backward instead of holding it), to the bit.
+  void scale(const CRef<T>& xhat, Ref<T> y) const;
   // Differentiates y = xhat·γ + β, xhat = (x − μ)·rstd: writes dx.
   // scratch: reused between calls, so the step does not allocate.
   void backward(const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dx, Buffer<T>& scratch) const;
@@ -50,15 +54,25 @@ struct DropoutRng {
   std::uint64_t step = 0;
   double p = 0.0;
 };
-// mask[i] = 0 with probability p, else 1/(1−p). Row i of the mask draws as
-// row first_row + i, so a batch split into parts gets the masks of the whole.
-template <class T>
-void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row = 0);
-// The same for some rows only: row i of the mask draws as row first_row +
-// rows[i], so a layer that computes only those rows (the [CLS] ones, the
-// masked-LM head's) gets their masks from the whole.
-template <class T>
-void dropout_mask(const DropoutRng& rng, std::uint64_t site, Ref<T> mask, std::uint64_t first_row,
+// A drawn mask, one byte per element: 0 with probability p (dropped), else
+// 1 (kept, scaled by 1/(1−p) where it is applied). Backward applies the mask
+// forward drew; a byte holds it in a quarter of a float mask's memory.
+struct DropoutMask {
+  std::vector<std::uint8_t> keep;  // (rows, cols), row-major
+  Index rows = 0, cols = 0;
+  double p = 0;
+  // x (rows, cols) *= mask: each element times 0 or 1/(1−p).
+  void apply(Ref<float> x) const;
+  void apply(Ref<double> x) const;
+};
+// Draws (rows, cols) into mask. Row i draws as row first_row + i, so a batch
+// split into parts gets the masks of the whole.
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Index rows, Index cols, DropoutMask& mask,
+                  std::uint64_t first_row = 0);
+// The same for some rows only: row i draws as row first_row + rows[i], so a
+// layer that computes only those rows (the [CLS] ones, the masked-LM head's)
+// gets their masks from the whole.
+void dropout_mask(const DropoutRng& rng, std::uint64_t site, Index cols, DropoutMask& mask, std::uint64_t first_row,
                   std::span<const std::int32_t> rows);
 
 // A row that belongs to none of the labels (train --outliers: outlier

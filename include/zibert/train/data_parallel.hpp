@@ -62,6 +62,7 @@ class DataParallel {
   std::vector<Batch> pieces_;
   std::vector<MaskedBatch> masked_pieces_;
   std::vector<T> losses_, weights_;  // per part, kept so that a step allocates nothing
+  std::vector<T*> part_grads_;       // this rank's parts' gradients, in part order
   double reduce_seconds_ = 0;
 };
 
