@@ -12,13 +12,18 @@ bench --int8 (the network quantized as zibert quantize does) against
 torch.quantization.quantize_dynamic on the Linear layers, on the faster of
 the quantized engines Debian's PyTorch offers (onednn, qnnpack).
 
-usage: bench/bench-vs-pytorch [--threads 2] [--batch 32 (64 with --mlm)] [--seconds 5] [--mlm | --int8]
-                                [--rounds 3] [--texts 4096] [--shape NAME] [--json] [--zibert BIN]
+With --max-len 512 the texts are 300-500 characters long and the batch is 8
+(long inputs); PyTorch then runs under a 16 GiB address-space cap.
+
+usage: bench/bench-vs-pytorch [--threads 2] [--batch 32 (64 with --mlm, 8 at --max-len 512)] [--seconds 5]
+                                [--mlm | --int8] [--rounds 3] [--texts 4096] [--shape NAME] [--max-len 128|512]
+                                [--json] [--zibert BIN]
 """
 import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,15 +40,18 @@ DEFAULT_SHAPES = ("shipped", "C=128")  # the real BERT shapes take minutes: aske
 # Characters the generated texts draw from: zibert's small models' vocabulary,
 # and for the 768-wide shapes about the 21,128 ids of Chinese BERTs.
 CHARS = {"shipped": 3000, "C=128": 3000, "rbt3": 21123, "base": 21123}
-MAX_LEN = 128
+# Text lengths in characters at each --max-len: short sentences up to the
+# limit, or long texts of 300-500 characters.
+LENGTHS = {128: (8, 126), 512: (300, 500)}
+TORCH_ADDRESS_CAP = 16 << 30  # bytes: PyTorch's address space at max-len 512
 
 
-def write_data(path, texts, seed, chars):
-    """Random CJK texts, 8-126 characters uniform, over `chars` characters."""
+def write_data(path, texts, seed, chars, lengths):
+    """Random CJK texts, lengths uniform in the range, over `chars` characters."""
     rng = random.Random(seed)
     with open(path, "w", encoding="utf-8") as f:
         for _ in range(texts):
-            n = rng.randint(8, MAX_LEN - 2)
+            n = rng.randint(*lengths)
             text = "".join(chr(0x4E00 + rng.randrange(chars)) for _ in range(n))
             f.write(f"{rng.randint(0, 1)}\t{text}\n")
 
@@ -58,13 +66,13 @@ def machine():
         return "unknown CPU"
 
 
-def shape_flags(shape):
-    return [f"--{k}={v}" for k, v in shape.items()] + [f"--max-len={MAX_LEN}"]
+def shape_flags(args, shape):
+    return [f"--{k}={v}" for k, v in shape.items()] + [f"--max-len={args.max_len}"]
 
 
 def run_zibert(args, data, shape):
     cmd = [args.zibert, "bench", "--data", data, "--json", "--threads", str(args.threads), "--batch", str(args.batch),
-           "--seconds", str(args.seconds)] + shape_flags(shape) + (["--mlm"] if args.mlm else []) + \
+           "--seconds", str(args.seconds)] + shape_flags(args, shape) + (["--mlm"] if args.mlm else []) + \
         (["--int8", "--infer-only"] if args.int8 else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
@@ -78,9 +86,14 @@ def run_torch(args, data, shape):
     for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(name, None)
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_bench.py"), "--data", data, "--threads",
-           str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(shape) + \
+           str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(args, shape) + \
         (["--mlm"] if args.mlm else []) + (["--int8"] if args.int8 else [])
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
+
+    def cap():
+        if args.max_len > 128:
+            resource.setrlimit(resource.RLIMIT_AS, (TORCH_ADDRESS_CAP, TORCH_ADDRESS_CAP))
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env,
+                                     preexec_fn=cap).stdout)
 
 
 def median_of(runs, phase, key):
@@ -99,6 +112,8 @@ def main():
     ap.add_argument("--shape", choices=[name for name, _ in SHAPES], action="append",
                     help="run this shape (repeatable; default: shipped and C=128; rbt3 and base are the "
                          "768-wide shapes of real Chinese BERTs)")
+    ap.add_argument("--max-len", type=int, choices=sorted(LENGTHS), default=128,
+                    help="positions: 128 (texts of 8-126 characters) or 512 (300-500, batch 8)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--mlm", action="store_true", help="masked-LM pretraining instead of training and inference")
     ap.add_argument("--int8", action="store_true", help="float32 and int8 inference instead")
@@ -106,7 +121,7 @@ def main():
     if args.mlm and args.int8:
         ap.error("--mlm and --int8 exclude each other")
     if args.batch is None:
-        args.batch = 64 if args.mlm else 32
+        args.batch = 64 if args.mlm else 8 if args.max_len == 512 else 32
     phases = ("pretrain",) if args.mlm else ("inference", "inference_int8") if args.int8 else ("train", "inference")
     shapes = [(name, shape) for name, shape in SHAPES if name in (args.shape or DEFAULT_SHAPES)]
     results = []
@@ -114,13 +129,13 @@ def main():
         for name, shape in shapes:
             data = os.path.join(tmp, f"bench-{CHARS[name]}.tsv")
             if not os.path.exists(data):
-                write_data(data, args.texts, 1, CHARS[name])
+                write_data(data, args.texts, 1, CHARS[name], LENGTHS[args.max_len])
             z, t = [], []
             for r in range(args.rounds):
                 print(f"bench-vs-pytorch: {name} round {r + 1}/{args.rounds}", file=sys.stderr)
                 z.append(run_zibert(args, data, shape))
                 t.append(run_torch(args, data, shape))
-            row = dict(shape=name, **shape, max_len=MAX_LEN, batch=args.batch, threads=args.threads,
+            row = dict(shape=name, **shape, max_len=args.max_len, batch=args.batch, threads=args.threads,
                        torch=t[0]["torch"], torch_int8_engine=t[0].get("int8_engine", ""),
                        zibert_int8_speedup=statistics.median(x.get("int8_speedup", 0) for x in z),
                        ceiling_gflops=statistics.median(x["ceiling"]["gflops"] for x in z),
@@ -139,7 +154,8 @@ def main():
         print(json.dumps(results, indent=2))
         return
     print(f"{time.strftime('%Y-%m-%d')}, {machine()}")
-    print(f"{args.texts} generated texts of 8-126 characters, batch {args.batch}, {args.threads} threads, "
+    print(f"{args.texts} generated texts of {'-'.join(map(str, LENGTHS[args.max_len]))} characters, "
+          f"max-len {args.max_len}, batch {args.batch}, {args.threads} threads, "
           f"median of {args.rounds} rounds of {args.seconds:g} s per phase; PyTorch {results[0]['torch']}" +
           (f", int8 engine {results[0]['torch_int8_engine']}" if args.int8 else ""))
     print(f"{'shape':<28} {'phase':<10} {'zibert ex/s':>11} {'PyTorch ex/s':>12} {'ratio':>6} "
