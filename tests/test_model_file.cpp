@@ -49,6 +49,30 @@ TEST_CASE("save and load give identical weights and predictions", "[model_file]"
   CHECK(encode_model(back) == encode_model(model));  // bytes are deterministic
 }
 
+TEST_CASE("files are written from the arrays in place, with the bytes encode makes", "[model_file]") {
+  Model model = tiny_classifier(7);
+  const std::string dir = temp_dir();
+  save_model(dir + "/m.safetensors", model);
+  CHECK(read_text(dir + "/m.safetensors") == encode_model(model));
+  // A checkpoint from a training run's own arrays: the file the struct form writes.
+  const std::size_t n = model.net.params().size();
+  std::vector<float> m(n, 0.25f), v(n, 0.5f), best(model.net.params().begin(), model.net.params().end());
+  best[3] += 1.0f;
+  const nlohmann::json training = {{"checkpoint", {{"step", 4}}}};
+  save_checkpoint(dir + "/run.ckpt", model, training, m, v, best);
+  Checkpoint c{model, m, v, best};
+  c.model.training = training;
+  CHECK(read_text(dir + "/run.ckpt") == encode_checkpoint(c));
+  const Checkpoint back = load_checkpoint(dir + "/run.ckpt");
+  CHECK(back.best == best);
+  CHECK(back.adam_v == v);
+  CHECK(back.state()["step"] == 4);
+  CHECK(model.training["note"] == "test");  // the model's own record is untouched
+  std::vector<float> short_state(n - 1, 0.0f);
+  CHECK_THROWS_WITH(save_checkpoint(dir + "/bad.ckpt", model, training, short_state, v, best),
+                    Catch::Contains("does not match"));
+}
+
 TEST_CASE("a predictor gathers the first projections from tables, whatever came before", "[model_file][predictor]") {
   Model model = tiny_classifier(7);
   for (float& w : model.net.params()) w *= 25.0f;  // weights with std 0.5: predictions far from uniform

@@ -59,6 +59,10 @@ void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& i
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
+  write_file_atomic(path, std::vector<std::string_view>{bytes});
+}
+
+void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces) {
   check_output_path(path);
   std::string tmpl = path + ".tmp.XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
@@ -71,16 +75,18 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(name.data());
     return Error(path + ": " + what + ": " + why);
   };
-  const char* p = bytes.data();
-  std::size_t left = bytes.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw fail("write failed");
+  for (std::string_view bytes : pieces) {
+    const char* p = bytes.data();
+    std::size_t left = bytes.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw fail("write failed");
+      }
+      p += n;
+      left -= static_cast<std::size_t>(n);
     }
-    p += n;
-    left -= static_cast<std::size_t>(n);
   }
   if (::fchmod(fd, 0644) != 0) throw fail("chmod failed");
   if (::fsync(fd) != 0) throw fail("fsync failed");

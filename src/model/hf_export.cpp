@@ -143,7 +143,7 @@ void export_hf_checkpoint(const Model& m, const std::string& dir) {
   write_file_atomic(base + "tokenizer_config.json", tokenizer_config(m).dump(2) + "\n");
   if (m.tokenizer.kind() == TokenizerKind::character)
     write_file_atomic(base + "tokenizer.json", character_tokenizer_json(m).dump(2) + "\n");
-  write_file_atomic(base + "model.safetensors", encode_safetensors({{"format", "pt"}}, tensors));
+  save_safetensors(base + "model.safetensors", {{"format", "pt"}}, tensors);
   write_file_atomic(base + "config.json", hf_config(m).dump(2) + "\n");
 }
 

@@ -31,7 +31,11 @@ std::vector<std::uint16_t> halves_of(const Model& model) {
   return out;
 }
 
-std::string encode_with(const Model& model, const std::vector<TensorRef>& extra) {
+// The model file's metadata and tensors, with extra tensors after the
+// network's, handed to emit(meta, tensors) (which encodes or writes them).
+// training: the metadata's "training" record, when not the model's own.
+template <class Emit>
+auto emit_with(const Model& model, const std::vector<TensorRef>& extra, const nlohmann::json* training, Emit emit) {
   std::map<std::string, std::string> meta;
   meta["format"] = kFormatName;
   meta["format_version"] = std::to_string(kFormatVersion);
@@ -51,7 +55,8 @@ std::string encode_with(const Model& model, const std::vector<TensorRef>& extra)
   }
   meta["labels"] = nlohmann::json(model.classifier.labels).dump();
   meta["positive_label"] = model.classifier.positive;
-  meta["training"] = model.training.is_null() ? "{}" : model.training.dump();
+  const nlohmann::json& record = training ? *training : model.training;
+  meta["training"] = record.is_null() ? "{}" : record.dump();
   if (model.classifier.windows) meta["windows"] = windows_name(*model.classifier.windows);
   if (model.quantization) meta["quantization"] = quantization_metadata(*model.quantization).dump();
   if (model.classifier.calibration) meta["calibration"] = model.classifier.calibration->to_json().dump();
@@ -74,26 +79,49 @@ std::string encode_with(const Model& model, const std::vector<TensorRef>& extra)
     tensors.push_back({t.name + kScaleSuffix, {q->rows}, q->scales.data()});
   }
   tensors.insert(tensors.end(), extra.begin(), extra.end());
-  return encode_safetensors(meta, tensors);
+  return emit(meta, tensors);
+}
+
+std::string encode_with(const Model& model, const std::vector<TensorRef>& extra, const nlohmann::json* training) {
+  return emit_with(model, extra, training, encode_safetensors);
+}
+
+void save_with(const std::string& path, const Model& model, const std::vector<TensorRef>& extra,
+               const nlohmann::json* training) {
+  emit_with(model, extra, training, [&](const std::map<std::string, std::string>& meta,
+                                        const std::vector<TensorRef>& tensors) { save_safetensors(path, meta, tensors); });
+}
+
+// The checkpoint's tensors after the model's: AdamW's moments and the best weights.
+std::vector<TensorRef> checkpoint_tensors(const Model& model, std::span<const float> adam_m,
+                                          std::span<const float> adam_v, std::span<const float> best) {
+  if (model.float16) throw Error("a checkpoint holds float32 weights, not a float16 model's");
+  const auto n = static_cast<std::int64_t>(model.net.params().size());
+  for (const auto& v : {adam_m, adam_v, best})
+    if (static_cast<std::int64_t>(v.size()) != n) throw Error("checkpoint state does not match the model's size");
+  return {{kCheckpointTensors[0], {n}, adam_m.data()},
+          {kCheckpointTensors[1], {n}, adam_v.data()},
+          {kCheckpointTensors[2], {n}, best.data()}};
 }
 
 Model decode_with(std::string_view bytes, const std::string& name, std::map<std::string, SafeTensor>* extra);
 
 }  // namespace
 
-std::string encode_model(const Model& model) { return encode_with(model, {}); }
+std::string encode_model(const Model& model) { return encode_with(model, {}, nullptr); }
 
 std::string encode_checkpoint(const Checkpoint& c) {
-  if (c.model.float16) throw Error("a checkpoint holds float32 weights, not a float16 model's");
-  const auto n = static_cast<std::int64_t>(c.model.net.params().size());
-  for (const auto* v : {&c.adam_m, &c.adam_v, &c.best})
-    if (static_cast<std::int64_t>(v->size()) != n) throw Error("checkpoint state does not match the model's size");
-  return encode_with(c.model, {{kCheckpointTensors[0], {n}, c.adam_m.data()},
-                               {kCheckpointTensors[1], {n}, c.adam_v.data()},
-                               {kCheckpointTensors[2], {n}, c.best.data()}});
+  return encode_with(c.model, checkpoint_tensors(c.model, c.adam_m, c.adam_v, c.best), nullptr);
 }
 
-void save_checkpoint(const std::string& path, const Checkpoint& c) { write_file_atomic(path, encode_checkpoint(c)); }
+void save_checkpoint(const std::string& path, const Checkpoint& c) {
+  save_with(path, c.model, checkpoint_tensors(c.model, c.adam_m, c.adam_v, c.best), nullptr);
+}
+
+void save_checkpoint(const std::string& path, const Model& model, const nlohmann::json& training,
+                     std::span<const float> adam_m, std::span<const float> adam_v, std::span<const float> best) {
+  save_with(path, model, checkpoint_tensors(model, adam_m, adam_v, best), &training);
+}
 
 Checkpoint load_checkpoint(const std::string& path) {
   MappedFile file(path);
@@ -120,7 +148,7 @@ Checkpoint load_checkpoint(const std::string& path) {
   return c;
 }
 
-void save_model(const std::string& path, const Model& model) { write_file_atomic(path, encode_model(model)); }
+void save_model(const std::string& path, const Model& model) { save_with(path, model, {}, nullptr); }
 
 Model load_model(const std::string& path) {
   MappedFile file(path);

@@ -8,6 +8,7 @@
 
 #include "zibert/base/error.hpp"
 #include "zibert/base/half.hpp"
+#include "zibert/base/io.hpp"
 
 namespace zibert {
 
@@ -42,31 +43,55 @@ bool is_float_dtype(DType t) { return t == DType::f32 || t == DType::f16 || t ==
 
 float float_from_bfloat16(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
 
-std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
-                               const std::vector<TensorRef>& tensors) {
-  nlohmann::json header = nlohmann::json::object();
-  header["__metadata__"] = metadata;
+namespace {
+
+std::uint64_t byte_size(const TensorRef& t) {
+  std::uint64_t count = 1;
+  for (auto d : t.shape) count *= static_cast<std::uint64_t>(d);
+  return dtype_size(t.dtype) * count;
+}
+
+// The file's pieces in order: the length and JSON header (in header), then
+// each tensor's bytes where they are.
+std::vector<std::string_view> file_pieces(const std::map<std::string, std::string>& metadata,
+                                          const std::vector<TensorRef>& tensors, std::string& header) {
+  nlohmann::json json = nlohmann::json::object();
+  json["__metadata__"] = metadata;
   std::uint64_t offset = 0;
   for (const TensorRef& t : tensors) {
-    std::uint64_t count = 1;
-    for (auto d : t.shape) count *= static_cast<std::uint64_t>(d);
-    const std::uint64_t bytes = dtype_size(t.dtype) * count;
-    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    const std::uint64_t bytes = byte_size(t);
+    json[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string json = header.dump();
-  while ((8 + json.size()) % 8 != 0) json += ' ';  // align the data to 8 bytes
-  std::string out(8, '\0');
-  std::uint64_t n = json.size();
-  std::memcpy(out.data(), &n, 8);
-  out += json;
-  out.reserve(out.size() + offset);
-  for (const TensorRef& t : tensors) {
-    std::uint64_t count = 1;
-    for (auto d : t.shape) count *= static_cast<std::uint64_t>(d);
-    out.append(static_cast<const char*>(t.data), dtype_size(t.dtype) * count);
-  }
+  std::string text = json.dump();
+  while ((8 + text.size()) % 8 != 0) text += ' ';  // align the data to 8 bytes
+  header.assign(8, '\0');
+  const std::uint64_t n = text.size();
+  std::memcpy(header.data(), &n, 8);
+  header += text;
+  std::vector<std::string_view> pieces{header};
+  for (const TensorRef& t : tensors) pieces.emplace_back(static_cast<const char*>(t.data), byte_size(t));
+  return pieces;
+}
+
+}  // namespace
+
+std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
+                               const std::vector<TensorRef>& tensors) {
+  std::string header;
+  const std::vector<std::string_view> pieces = file_pieces(metadata, tensors, header);
+  std::size_t size = 0;
+  for (std::string_view piece : pieces) size += piece.size();
+  std::string out;
+  out.reserve(size);
+  for (std::string_view piece : pieces) out += piece;
   return out;
+}
+
+void save_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
+                      const std::vector<TensorRef>& tensors) {
+  std::string header;
+  write_file_atomic(path, file_pieces(metadata, tensors, header));
 }
 
 void SafeTensor::copy_to(float* out) const {

@@ -15,6 +15,17 @@ float apply_step(Bert<float>& net, AdamW<float>& adam, float loss, double lr) {
   return loss;
 }
 
+void release_start(Model* init, Checkpoint* resume) {
+  auto release = [](auto& v) { std::decay_t<decltype(v)>().swap(v); };
+  if (init) release(init->net.params());
+  if (resume) {
+    release(resume->model.net.params());
+    release(resume->adam_m);
+    release(resume->adam_v);
+    release(resume->best);
+  }
+}
+
 Loop::Loop(Model& model, Objective& objective, const TrainOptions& opt, Progress& progress,
            const TrainHooks& hooks)
     : model_(model), objective_(objective), opt_(opt), progress_(progress), hooks_(hooks),
@@ -133,10 +144,8 @@ void Loop::score_epoch(std::int64_t epoch) {
 
 void Loop::save() {
   if (!World::get().leader()) return;  // over MPI, rank 0 writes the checkpoint
-  Checkpoint c{model_, {adam_.m().begin(), adam_.m().end()}, {adam_.v().begin(), adam_.v().end()},
-               {best_params_.begin(), best_params_.end()}};
-  c.model.training = {{"checkpoint", state_.to_json(opt_)}};
-  save_checkpoint(opt_.checkpoint_path, c);
+  save_checkpoint(opt_.checkpoint_path, model_, {{"checkpoint", state_.to_json(opt_)}}, adam_.m(), adam_.v(),
+                  best_params_);
 }
 
 }  // namespace zibert

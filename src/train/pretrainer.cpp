@@ -186,7 +186,7 @@ nlohmann::json pretraining_record(const std::vector<Corpus>& train, const Corpus
 }  // namespace
 
 Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, const TrainOptions& opt,
-                            Progress& progress, const Model* init, const Vocab* vocab, const Checkpoint* resume,
+                            Progress& progress, Model* init, const Vocab* vocab, Checkpoint* resume,
                             const TrainHooks& hooks) {
   if (train.empty()) throw Error("pretraining needs text");
   if (opt.epochs < 1 || opt.batch < 1 || opt.accumulate < 1)
@@ -209,6 +209,7 @@ Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, cons
                               model.config.vocab_size, opt.seed);
   Loop loop(model, objective, opt, progress, hooks);
   if (resume) loop.restore(*resume);
+  release_start(init, resume);
   loop.run(resume != nullptr, from_init);
   const nlohmann::json origin = model.training.is_object() ? model.training.value("origin", nlohmann::json()) : nlohmann::json();
   model.training = pretraining_record(train, dev, lines, sequences, dev_sequences, objective.dev_tokens(), opt, loop,

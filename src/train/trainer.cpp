@@ -327,7 +327,7 @@ std::string guess_positive(const std::vector<std::string>& labels) {
 }
 
 Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& opt, Progress& progress,
-                            const Model* init, const Checkpoint* resume, const TrainHooks& hooks) {
+                            Model* init, Checkpoint* resume, const TrainHooks& hooks) {
   if (dev.rows.empty()) throw Error(dev.name + ": no dev examples to evaluate on");
   if (opt.epochs < 1 || opt.batch < 1 || opt.accumulate < 1)
     throw Error("epochs, batch and accumulate must be at least 1");
@@ -386,6 +386,7 @@ Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOpti
   else if (init && init->training.is_object() && init->training.contains("pretraining"))
     loop.set_pretraining(init->training["pretraining"]);
   if (resume) loop.restore(*resume);
+  release_start(init, resume);
   loop.run(resume != nullptr, from_init);
   model.training =
       training_record(train, dev, train_examples, dev_examples, opt, loop, *objective, model.config.dropout);

@@ -23,6 +23,9 @@ void check_not_an_input(const NamedPath& output, const std::vector<NamedPath>& i
 // Writes bytes to a temporary file beside path, fsyncs it and renames it over
 // path, so readers see the old file or the new one, never half of one.
 void write_file_atomic(const std::string& path, std::string_view bytes);
+// The same for bytes in pieces, written one after the other: a large file is
+// written from where its parts already are, never gathered into one copy.
+void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces);
 
 // A fingerprint of a file's bytes (64-bit FNV-1a, hex): checkpoints use it to
 // tell that --resume sees the data the run started with.

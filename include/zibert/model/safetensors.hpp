@@ -45,6 +45,10 @@ struct TensorRef {
 };
 std::string encode_safetensors(const std::map<std::string, std::string>& metadata,
                                const std::vector<TensorRef>& tensors);
+// The same bytes written to path atomically (write_file_atomic), each tensor
+// from where it is: no copy of the whole file is made in memory.
+void save_safetensors(const std::string& path, const std::map<std::string, std::string>& metadata,
+                      const std::vector<TensorRef>& tensors);
 
 // Parses bytes (name is used in error messages); the result points into bytes,
 // which must outlive it. Checks the header length

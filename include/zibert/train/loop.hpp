@@ -40,6 +40,12 @@ class Objective {
 // (the weights are then left untouched). Returns the loss.
 float apply_step(Bert<float>& net, AdamW<float>& adam, float loss, double lr);
 
+// Frees the weights of the model a run started from (--init) and a
+// checkpoint's arrays (--resume) once the model being trained and the loop
+// hold their copies: at bert-base's shape each array is 408 MB. Their other
+// fields stay; their weights are then empty.
+void release_start(Model* init, Checkpoint* resume);
+
 class Loop {
  public:
   Loop(Model& model, Objective& objective, const TrainOptions& opt, Progress& progress, const TrainHooks& hooks);

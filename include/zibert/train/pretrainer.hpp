@@ -23,8 +23,10 @@ inline constexpr double kMaskRate = 0.15;  // BERT's: of the characters, 15 % ar
 // with a fresh head); vocab (when given: the encoder keeps it, a later
 // task's characters); else the training texts' characters with at least
 // options.min_count occurrences, the options.max_vocab most frequent.
+// init and resume give up their weights once training holds a copy
+// (release_start).
 Model pretrain_encoder(const std::vector<Corpus>& train, const Corpus& dev, const TrainOptions& options,
-                            Progress& progress, const Model* init = nullptr, const Vocab* vocab = nullptr,
-                            const Checkpoint* resume = nullptr, const TrainHooks& hooks = {});
+                            Progress& progress, Model* init = nullptr, const Vocab* vocab = nullptr,
+                            Checkpoint* resume = nullptr, const TrainHooks& hooks = {});
 
 }  // namespace zibert

@@ -20,9 +20,10 @@ namespace zibert {
 // Trains on train, evaluates on dev each epoch; init (optional) supplies the
 // starting weights, vocabulary and labels. resume (optional) continues a
 // checkpoint's run exactly: the same options and data give the same model as
-// an uninterrupted run.
+// an uninterrupted run. Both give up their weights once training holds a
+// copy (release_start).
 Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOptions& options,
-                            Progress& progress, const Model* init = nullptr, const Checkpoint* resume = nullptr,
+                            Progress& progress, Model* init = nullptr, Checkpoint* resume = nullptr,
                             const TrainHooks& hooks = {});
 
 // One optimisation step on a labelled batch: forward with dropout, backward,
