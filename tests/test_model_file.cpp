@@ -54,7 +54,7 @@ TEST_CASE("files are written from the arrays in place, with the bytes encode mak
   const std::string dir = temp_dir();
   save_model(dir + "/m.safetensors", model);
   CHECK(read_text(dir + "/m.safetensors") == encode_model(model));
-  // A checkpoint from a training run's own arrays: the file the struct form writes.
+  // A checkpoint from a training run's own arrays: the bytes encode_checkpoint makes of the same state.
   const std::size_t n = model.net.params().size();
   std::vector<float> m(n, 0.25f), v(n, 0.5f), best(model.net.params().begin(), model.net.params().end());
   best[3] += 1.0f;

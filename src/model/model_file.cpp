@@ -114,10 +114,6 @@ std::string encode_checkpoint(const Checkpoint& c) {
   return encode_with(c.model, checkpoint_tensors(c.model, c.adam_m, c.adam_v, c.best), nullptr);
 }
 
-void save_checkpoint(const std::string& path, const Checkpoint& c) {
-  save_with(path, c.model, checkpoint_tensors(c.model, c.adam_m, c.adam_v, c.best), nullptr);
-}
-
 void save_checkpoint(const std::string& path, const Model& model, const nlohmann::json& training,
                      std::span<const float> adam_m, std::span<const float> adam_v, std::span<const float> best) {
   save_with(path, model, checkpoint_tensors(model, adam_m, adam_v, best), &training);

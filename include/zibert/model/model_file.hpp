@@ -32,10 +32,9 @@ struct Checkpoint {
   const nlohmann::json& state() const { return model.training.at("checkpoint"); }
 };
 std::string encode_checkpoint(const Checkpoint& checkpoint);
-void save_checkpoint(const std::string& path, const Checkpoint& checkpoint);
-// The same file from a training run's own arrays, with training as the
-// model's training record, copying none of them: at bert-base's shape a
-// checkpoint is 1.6 GB.
+// Writes the checkpoint file from a training run's own arrays, with training
+// as the model's training record, copying none of them: at bert-base's shape
+// a checkpoint is 1.6 GB.
 void save_checkpoint(const std::string& path, const Model& model, const nlohmann::json& training,
                      std::span<const float> adam_m, std::span<const float> adam_v, std::span<const float> best);
 Checkpoint load_checkpoint(const std::string& path);
