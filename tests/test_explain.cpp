@@ -48,9 +48,10 @@ TEST_CASE("padded keys get zero attention in the whole model", "[explain]") {
   ModelCache<float> cache;
   model.net.forward(pack_batch({&a, &b}, {}), cache, nullptr, LastRows::all);
   const Index t = static_cast<Index>(a.size()), heads = model.config.heads;
-  for (const auto& layer : cache.layers) {
-    MatMap<float> probs(const_cast<float*>(layer.attn.probs.data.data()), 2 * heads * t, t);
-    for (Index row = heads * t; row < 2 * heads * t; ++row) {  // sequence b's rows
+  for (std::size_t l = 0; l < cache.layers.size(); ++l) {
+    MatR<float> probs(heads * t, t);
+    model.net.layers()[l].attention.weights(cache.layers[l].attn, 2, t, cache.key_valid.data(), 1, probs);
+    for (Index row = 0; row < heads * t; ++row) {  // sequence b's rows
       for (Index k = static_cast<Index>(b.size()); k < t; ++k) CHECK(probs(row, k) == 0.0f);
       CHECK(probs.row(row).sum() == Approx(1.0f).epsilon(1e-5));
     }

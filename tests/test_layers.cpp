@@ -129,7 +129,8 @@ TEST_CASE("dropout masks are seeded and scaled and deterministic", "[layers]") {
   CHECK_THROWS(a.apply(wrong));
 }
 
-TEST_CASE("attention backward matches finite differences and padded keys get no weight", "[layers][gradcheck]") {
+TEST_CASE("attention backward matches finite differences, weights kept or recomputed, and padded keys get no weight",
+          "[layers][gradcheck]") {
   const Index batch = 2, seq = 5, c = 6, heads = 2, n = batch * seq;
   M x = uniform_matrix(n, c, 10), r = uniform_matrix(n, c, 11);
   std::vector<double> w(3 * c * c + 3 * c + c * c + c), g(w.size(), 0.0);
@@ -141,6 +142,9 @@ TEST_CASE("attention backward matches finite differences and padded keys get no 
   attn.output = {{p + 3 * c * c + 3 * c, q + 3 * c * c + 3 * c, c, c},
                  {p + 4 * c * c + 3 * c, q + 4 * c * c + 3 * c, c, 1}};
   attn.heads = heads;
+  // The weights kept from forward, or recomputed in backward.
+  attn.kept_weights = GENERATE(kKeptWeights, Index(0));
+  INFO("kept_weights " << attn.kept_weights);
   // sequence 0 is full, sequence 1 has two [PAD] keys at the end
   std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
   AttentionCache<double> cache;
@@ -150,14 +154,18 @@ TEST_CASE("attention backward matches finite differences and padded keys get no 
     return weighted_sum(y, r);
   };
   loss();
-  MatMap<double> probs(cache.probs.data.data(), batch * heads * seq, seq);
-  for (Index row = 0; row < probs.rows(); ++row) CHECK(probs.row(row).sum() == Approx(1.0).epsilon(1e-12));
-  for (Index row = 2 * seq; row < 4 * seq; ++row) {  // rows of sequence 1, both heads
-    CHECK(probs(row, 3) == 0.0);
-    CHECK(probs(row, 4) == 0.0);
+  for (Index b = 0; b < batch; ++b) {
+    M probs(heads * seq, seq);
+    attn.weights(cache, batch, seq, valid.data(), b, probs);
+    for (Index row = 0; row < probs.rows(); ++row) CHECK(probs.row(row).sum() == Approx(1.0).epsilon(1e-12));
+    if (b == 1)
+      for (Index row = 0; row < 2 * seq; ++row) {  // sequence 1's [PAD] keys, both heads
+        CHECK(probs(row, 3) == 0.0);
+        CHECK(probs(row, 4) == 0.0);
+      }
   }
   M dx(n, c);
-  attn.backward(x, r, batch, seq, cache, dx);
+  attn.backward(x, r, batch, seq, valid.data(), cache, dx);
   auto num_w = numeric_gradient(w.data(), w.size(), loss);
   CHECK(relative_error(g.data(), num_w.data(), 3 * c * c) <= kTol);                        // Wqkv
   CHECK(relative_error(g.data() + 3 * c * c, num_w.data() + 3 * c * c, 3 * c) <= kTol);    // bqkv
@@ -224,7 +232,9 @@ TEST_CASE("float attention weights do not depend on which softmax batch a query 
     AttentionCache<T> cache;
     MatR<T> y(n, c);
     attn.forward(xd.cast<T>(), batch, seq, valid.data(), cache, y);
-    return MatR<T>(MatMap<T>(cache.probs.data.data(), batch * heads * seq, seq));
+    MatR<T> probs(heads * seq, seq);
+    attn.weights(cache, batch, seq, valid.data(), 0, probs);
+    return probs;
   };
   const MatR<float> probs = run(0.0f);
   const M exact = run(0.0);
@@ -247,29 +257,33 @@ TEST_CASE("inference's attention paths equal the plain ones up to rounding", "[l
   std::vector<double> wd(4 * c * c + 4 * c);
   fill_uniform(wd.data(), wd.size(), 32, -0.6, 0.6);
   const std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0};
-  enum Path { kept, not_kept, cls, cls_folded };
+  enum Path { normalised, unnormalised, cls, cls_folded };
   auto run = [&](auto zero, Path path, const M& x) {
     using T = decltype(zero);
     std::vector<T> w(wd.begin(), wd.end());
     const SelfAttention<T> attn = attention_over(w, c, heads);
     AttentionCache<T> cache;
-    MatR<T> y(path == kept || path == not_kept ? n : batch, c);
+    MatR<T> y(path == normalised || path == unnormalised ? n : batch, c);
     if (path == cls) {
       std::vector<std::int32_t> rows;
       for (Index b = 0; b < batch; ++b) rows.push_back(static_cast<std::int32_t>(b * seq));
       attn.forward_rows(x.cast<T>(), seq, rows, valid.data(), cache, y);
     } else if (path == cls_folded) {
       attn.forward_cls_folded(x.cast<T>(), batch, seq, valid.data(), cache, y);
+    } else if (path == normalised) {
+      attn.forward(x.cast<T>(), batch, seq, valid.data(), cache, y);
     } else {
-      attn.forward(x.cast<T>(), batch, seq, valid.data(), cache, y, path == kept);
+      attn.qkv.forward(x.cast<T>(), cache.qkv.view(n, 3 * c));
+      attn.attend(batch, seq, valid.data(), cache, WeightRows::unnormalised);
+      attn.output.forward(cache.ctx.view(n, c), y);
     }
     return y;
   };
-  SECTION("attention without kept weights (predict) normalises after the product") {
-    const M exact = run(0.0, kept, xd);
-    CHECK((run(0.0, not_kept, xd) - exact).cwiseAbs().maxCoeff() < 1e-12);
-    CHECK((run(0.0f, not_kept, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
-    CHECK((run(0.0f, kept, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+  SECTION("attention with unnormalised weight rows (predict) normalises after the product") {
+    const M exact = run(0.0, normalised, xd);
+    CHECK((run(0.0, unnormalised, xd) - exact).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK((run(0.0f, unnormalised, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
+    CHECK((run(0.0f, normalised, xd).cast<double>() - exact).cwiseAbs().maxCoeff() < 1e-5);
   }
   SECTION("the folded [CLS] attention has no keys or values") {
     const M exact = run(0.0, cls, xd);

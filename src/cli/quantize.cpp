@@ -36,9 +36,9 @@ int run_quantize(const QuantizeCli& o) {
     std::fprintf(stderr, "saved %s: %s, %.2f MB (%.0f %% of %s's %.2f MB)", o.out.c_str(), what.c_str(),
                  double(after) / 1e6, 100.0 * double(after) / double(before), path.c_str(), double(before) / 1e6);
     if (half)
-      std::fprintf(stderr, "; computed in float32 as before\n");
+      std::fprintf(stderr, "\ncomputed in float32 as before\n");
     else
-      std::fprintf(stderr, "; int8 products on %s\n", int8_isa_name(int8_isa()));
+      std::fprintf(stderr, "\nint8 products on this machine: %s\n", int8_isa_name(int8_isa()));
   }
   return kExitOk;
 }

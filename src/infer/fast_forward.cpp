@@ -24,7 +24,7 @@ void layer_infer(const EncoderLayer<T>& layer, const LinearProducts<T>& products
     attention.forward_cls_folded(x, batch, seq, cache.key_valid.data(), lc.attn, a);
   } else {
     if (!projected) products.apply(attention.qkv, x, lc.attn.qkv.view(rows, attention.qkv.weight.rows));
-    attention.attend(batch, seq, cache.key_valid.data(), lc.attn, /*keep_probs=*/false);
+    attention.attend(batch, seq, cache.key_valid.data(), lc.attn, WeightRows::unnormalised);
     products.apply(attention.output, lc.attn.ctx.view(rows, c), a);
   }
   // The residual: x's rows, or its [CLS] rows (seq rows apart) when folded.

@@ -245,7 +245,7 @@ void Bert<T>::layer_backward(Index l, const CRef<T>& x, const std::vector<std::i
     dx = dx_attn;
     for (Index i = 0; i < rows; ++i) dx.row((*query_rows)[i]) += da.row(i);  // the residual into the listed rows
   } else {
-    layer.attention.backward(x, dc, b_size, seq, lc.attn, db);
+    layer.attention.backward(x, dc, b_size, seq, cache.key_valid.data(), lc.attn, db);
     dx = da + db;
   }
 }

@@ -21,31 +21,45 @@ Linear<T> projection_rows(const Linear<T>& qkv, Index first, Index rows) {
           {qkv.bias.value + first, at(qkv.bias.grad, first), rows, 1}};
 }
 
+// Head weights p (T, T) = masked softmax(q kᵀ/√D) for one sequence's
+// queries q (T, D) and keys k (T, D). Normalised rows, or with row_sums
+// unnormalised ones and their sums. Returns how many leading keys can have
+// weight (the rest are trailing [PAD] keys).
+template <class T>
+Index head_weights(const CRef<T>& q, const CRef<T>& k, const std::uint8_t* valid, T scale, Ref<T> p,
+                   T* row_sums = nullptr) {
+  matmul<T>(q, false, k, true, p, false);
+  return masked_softmax<T>(p, valid, scale, row_sums);
+}
+
 }  // namespace
 
 template <class T>
 void SelfAttention<T>::forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid,
-                               AttentionCache<T>& cache, Ref<T> y, bool keep_probs) const {
+                               AttentionCache<T>& cache, Ref<T> y) const {
   const Index n = batch * seq, c = x.cols();
   qkv.forward(x, cache.qkv.view(n, tied ? 2 * c : 3 * c));  // (B*T, 3C) or (B*T, 2C)
-  attend(batch, seq, key_valid, cache, keep_probs);
+  attend(batch, seq, key_valid, cache, WeightRows::normalised);
   output.forward(cache.ctx.view(n, c), y);
 }
 
 template <class T>
 void SelfAttention<T>::attend(Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
-                              bool keep_probs) const {
+                              WeightRows weight_rows) const {
   const Index n = batch * seq, c = output.weight.rows, d = c / heads;
   const Index width = tied ? 2 * c : 3 * c, k_off = tied ? 0 : c, v_off = tied ? c : 2 * c;
   const T scale = T(1) / std::sqrt(T(d));
+  const bool normalised = weight_rows == WeightRows::normalised;
   if (cache.qkv.data.size() < static_cast<std::size_t>(n * width)) throw Error("attend: the projections are missing");
   MatMap<T> qkv_out(cache.qkv.data.data(), n, width);  // (B*T, 3C) or (B*T, 2C)
-  // Kept: (B*H*T, T), row (b*H+h)*T+i for query i of head h. Not kept: a
-  // (T, T) block per thread, its rows at a stride gemm reads in place.
-  const Index blocks = keep_probs ? batch * heads : omp_get_max_threads();
-  MatMap<T> probs = cache.probs.view(blocks * seq, keep_probs ? seq : gemm_in_place_ld(seq));
-  MatMap<T> ctx = cache.ctx.view(n, c);                 // (B*T, C)
-  MatMap<T> sums = cache.row_sums.view(keep_probs ? 0 : blocks, seq);
+  // Kept for backward: (B*H*T, T), row (b*H+h)*T+i for query i of head h.
+  // Otherwise a (T, T) block per thread: unnormalised rows at a stride gemm
+  // reads in place, normalised ones at stride T, as backward recomputes them.
+  const bool keep = normalised && keeps_weights(batch, seq);
+  const Index threads = omp_get_max_threads(), blocks = keep ? batch * heads : threads;
+  MatMap<T> probs = cache.probs.view(blocks * seq, normalised ? seq : gemm_in_place_ld(seq));
+  MatMap<T> ctx = cache.ctx.view(n, c);  // (B*T, C)
+  MatMap<T> sums = cache.row_sums.view(normalised ? 0 : threads, seq);
 
   // Threads only pay off beyond a few thousand multiply-adds per block.
   const bool parallel = batch * heads * seq * seq * d > 65536;
@@ -55,15 +69,12 @@ void SelfAttention<T>::attend(Index batch, Index seq, const std::uint8_t* key_va
       auto q = qkv_out.block(b * seq, h * d, seq, d);          // (T, D)
       auto k = qkv_out.block(b * seq, k_off + h * d, seq, d);  // (T, D)
       auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);  // (T, D)
-      const Index block = keep_probs ? b * heads + h : omp_get_thread_num();
-      auto p = probs.block(block * seq, 0, seq, seq);          // (T, T)
+      const Index thread = omp_get_thread_num();
+      auto p = probs.block((keep ? b * heads + h : thread) * seq, 0, seq, seq);  // (T, T)
       auto out = ctx.block(b * seq, h * d, seq, d);            // (T, D)
-      matmul<T>(q, false, k, true, p, false);
-      // Weights that are not kept stay unnormalised: each query's weighted
-      // values are divided by its sum after the product, D divisions instead
-      // of T. The trailing [PAD] keys (weight 0) stay out of the product.
-      T* row_sums = keep_probs ? nullptr : &sums(block, 0);
-      const Index keys = masked_softmax<T>(p, key_valid + b * seq, scale, row_sums);
+      // The trailing [PAD] keys (weight 0) stay out of the product.
+      T* row_sums = normalised ? nullptr : &sums(thread, 0);
+      const Index keys = head_weights<T>(q, k, key_valid + b * seq, scale, p, row_sums);
       matmul<T>(p.leftCols(keys), false, v.topRows(keys), false, out, false);
       if (row_sums)
         for (Index i = 0; i < seq; ++i) out.row(i) /= row_sums[i];
@@ -71,17 +82,30 @@ void SelfAttention<T>::attend(Index batch, Index seq, const std::uint8_t* key_va
 }
 
 template <class T>
+void SelfAttention<T>::weights(const AttentionCache<T>& cache, Index batch, Index seq, const std::uint8_t* key_valid,
+                               Index b, Ref<T> out) const {
+  const Index c = output.weight.rows, d = c / heads, k_off = tied ? 0 : c;
+  if (b < 0 || b >= batch || out.rows() != heads * seq || out.cols() != seq)
+    throw Error("attention weights: no such sequence, or the wrong shape");
+  const CMatMap<T> qkv_out(cache.qkv.data.data(), batch * seq, tied ? 2 * c : 3 * c);
+  for (Index h = 0; h < heads; ++h)
+    head_weights<T>(qkv_out.block(b * seq, h * d, seq, d), qkv_out.block(b * seq, k_off + h * d, seq, d),
+                    key_valid + b * seq, T(1) / std::sqrt(T(d)), out.middleRows(h * seq, seq));
+}
+
+template <class T>
 void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq,
-                                AttentionCache<T>& cache, Ref<T> dx) const {
+                                const std::uint8_t* key_valid, AttentionCache<T>& cache, Ref<T> dx) const {
   const Index n = batch * seq, c = x.cols(), d = c / heads;
   const Index width = tied ? 2 * c : 3 * c, k_off = tied ? 0 : c, v_off = tied ? c : 2 * c;
   const T scale = T(1) / std::sqrt(T(d));
   MatMap<T> qkv_out(cache.qkv.data.data(), n, width);
-  MatMap<T> probs(cache.probs.data.data(), batch * heads * seq, seq);
   MatMap<T> ctx(cache.ctx.data.data(), n, c);
   MatMap<T> dctx = cache.dctx.view(n, c);      // (B*T, C)
   MatMap<T> dqkv = cache.dqkv.view(n, width);  // (B*T, 3C) or (B*T, 2C)
   const Index threads = omp_get_max_threads();
+  const bool kept = keeps_weights(batch, seq);
+  MatMap<T> probs = cache.probs.view((kept ? batch * heads : threads) * seq, seq);  // as forward left it
   MatMap<T> dprobs_all = cache.dprobs.view(threads * seq, seq);  // (threads*T, T)
 
   Ref<T> dctx_ref(dctx);
@@ -94,9 +118,12 @@ void SelfAttention<T>::backward(const CRef<T>& x, const CRef<T>& dy, Index batch
       auto q = qkv_out.block(b * seq, h * d, seq, d);
       auto k = qkv_out.block(b * seq, k_off + h * d, seq, d);
       auto v = qkv_out.block(b * seq, v_off + h * d, seq, d);
-      auto p = probs.block((b * heads + h) * seq, 0, seq, seq);
+      const Index thread = omp_get_thread_num();
+      auto p = probs.block((kept ? b * heads + h : thread) * seq, 0, seq, seq);
       auto da = dctx.block(b * seq, h * d, seq, d);
-      auto dp = dprobs_all.block(omp_get_thread_num() * seq, 0, seq, seq);
+      auto dp = dprobs_all.block(thread * seq, 0, seq, seq);
+      // Not kept: the forward's weights again, the same bits from the same products.
+      if (!kept) head_weights<T>(q, k, key_valid + b * seq, scale, p);
       // a = p v  ⇒  dp = da vᵀ, dv = pᵀ da
       matmul<T>(da, false, v, true, dp, false);
       matmul<T>(p, true, da, false, dqkv.block(b * seq, v_off + h * d, seq, d), false);

@@ -46,7 +46,8 @@ Explanation explain(const Model& model, const std::vector<char32_t>& text) {
   Batch one = pack_batch({&window}, {});
   model.net.forward(one, cache, nullptr, LastRows::all);
   for (std::int64_t l = 0; l < model.config.layers; ++l) {
-    MatMap<float> probs(cache.layers[l].attn.probs.data.data(), model.config.heads * t, t);
+    MatR<float> probs(model.config.heads * t, t);  // (H*T, T)
+    model.net.layers()[l].attention.weights(cache.layers[l].attn, 1, t, cache.key_valid.data(), 0, probs);
     std::vector<MatR<float>> heads;
     for (Index h = 0; h < model.config.heads; ++h) heads.push_back(probs.middleRows(h * t, t));
     e.attention.push_back(std::move(heads));

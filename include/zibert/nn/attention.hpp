@@ -12,10 +12,12 @@ template <class T>
 struct AttentionCache {
   // forward (every row as a query):
   Buffer<T> qkv;    // (B*T, 3C): q | k | v, heads side by side in each; (B*T, 2C) q | v when tied
-  Buffer<T> probs;  // kept: (B*H*T, T) softmax weights, row (b*H+h)*T+i is query i of head h;
-                    // not kept (inference): one (T, T) block of unnormalised weights per thread
+  Buffer<T> probs;  // softmax weights: kept for backward, (B*H*T, T) with row (b*H+h)*T+i for query i
+                    // of head h, while they fit in kept_weights; past that (and at inference) one
+                    // (T, T) block per thread, reused for every (sequence, head), and backward
+                    // recomputes the weights from q and k
   Buffer<T> ctx;    // (B*T, C): weighted values, heads side by side ((B, C) for the [CLS] forms)
-  Buffer<T> row_sums;  // (threads, T): each query row's softmax sum when the weights are not kept
+  Buffer<T> row_sums;  // (threads, T): each query row's softmax sum when the rows are unnormalised
   // forward_rows (M listed rows as the only queries): probs is then (M*H, T)
   Buffer<T> kv;     // (B*T, 2C): k | v of every row
   Buffer<T> xq;     // (M, C) the listed rows of x
@@ -31,6 +33,18 @@ struct AttentionCache {
   Buffer<T> dxq;    // (M, C)
 };
 
+// The most attention weights (floats, B*H*T² a layer) a training forward
+// keeps for backward: 8 MB, which the small shapes' batches fit in. Larger
+// ones (768 wide, 512 positions: 100 MB a layer) are recomputed in backward,
+// one (T, T) block at a time, trading a q kᵀ product for the memory.
+inline constexpr Index kKeptWeights = Index(1) << 21;
+
+// How attend leaves each block of weights: normalised rows, the same bits
+// backward recomputes (training), or unnormalised rows with their sums in
+// cache.row_sums, each query's weighted values divided by its sum after the
+// product: D divisions instead of T, equal up to rounding (inference).
+enum class WeightRows { normalised, unnormalised };
+
 template <class T>
 struct SelfAttention {
   Linear<T> qkv;     // weight (3C, C): query, key and value projections stacked;
@@ -38,25 +52,30 @@ struct SelfAttention {
   Linear<T> output;  // weight (C, C)
   Index heads = 1;
   bool tied = false;
+  Index kept_weights = kKeptWeights;  // the most weights a training forward keeps (0: backward recomputes)
 
   // x (B*T, C) → y (B*T, C): the projections, attend, the output projection.
   // key_valid (B*T): 0 marks a [PAD] key that gets zero weight. Fills
-  // cache.qkv, cache.probs, cache.ctx; see attend for keep_probs.
+  // cache.qkv, cache.ctx and, when keeps_weights, cache.probs: all backward needs.
   void forward(const CRef<T>& x, Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
-               Ref<T> y, bool keep_probs = true) const;
+               Ref<T> y) const;
   // The heads between the projections: cache.qkv (B*T, 3C or 2C) → cache.ctx
-  // (B*T, C), concat_h(softmax(q_h k_hᵀ/√D + mask) v_h). Without keep_probs
-  // (inference) cache.probs holds one (T, T) block per thread, reused for
-  // every (sequence, head), so it stays in L1, its rows unnormalised (each
-  // query's values are divided by its sum after the product, equal to
-  // rounding); backward then cannot run. The inference pass calls it between
-  // products of its own (float, or int8).
+  // (B*T, C), concat_h(softmax(q_h k_hᵀ/√D + mask) v_h). The inference pass
+  // calls it between products of its own (float, or int8), with unnormalised
+  // rows; backward needs normalised ones.
   void attend(Index batch, Index seq, const std::uint8_t* key_valid, AttentionCache<T>& cache,
-              bool keep_probs) const;
+              WeightRows weight_rows) const;
+  // True when a training forward keeps the weights (B*H*T² ≤ kept_weights).
+  bool keeps_weights(Index batch, Index seq) const { return batch * heads * seq * seq <= kept_weights; }
+  // Sequence b's weights after forward, as explain shows them: (H*T, T), row
+  // h*T+i for query i of head h, each row summing to one ([PAD] keys 0).
+  void weights(const AttentionCache<T>& cache, Index batch, Index seq, const std::uint8_t* key_valid, Index b,
+               Ref<T> out) const;
   // Differentiates y = concat_h(softmax(q_h k_hᵀ/√D + mask) v_h) Woᵀ + bo and
-  // q|k|v = x Wqkvᵀ + bqkv. Writes dx; accumulates parameter gradients.
-  void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, AttentionCache<T>& cache,
-                Ref<T> dx) const;
+  // q|k|v = x Wqkvᵀ + bqkv after forward with the same key_valid. Writes dx;
+  // accumulates parameter gradients.
+  void backward(const CRef<T>& x, const CRef<T>& dy, Index batch, Index seq, const std::uint8_t* key_valid,
+                AttentionCache<T>& cache, Ref<T> dx) const;
 
   // The same with only the listed rows of x (B*T, C) as queries (ascending;
   // row r belongs to sequence r / T), which is all a last layer needs when
