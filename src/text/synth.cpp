@@ -1,60 +1,21 @@
 #include "zibert/text/synth.hpp"
 
-#include <utf8proc.h>
-
 #include <algorithm>
 #include <array>
+#include <memory>
+#include <unordered_map>
 
 #include "zibert/text/dataset.hpp"
 #include "zibert/base/error.hpp"
 #include "zibert/base/random.hpp"
+#include "zibert/text/mentions.hpp"
+#include "zibert/text/sound_alike.hpp"
 #include "zibert/text/tokenizer.hpp"
 
 namespace zibert {
 namespace {
 
 using Text = std::vector<char32_t>;
-
-bool is_separator(char32_t c) {
-  static const std::u32string kSeparators = U" \t\u00B7\u2022\u30FB\u201C\u201D\u300C\u300D\u300E\u300F\u300A\u300B\"'\u2018\u2019";
-  return kSeparators.find(c) != std::u32string::npos;
-}
-
-// extra: the caller's own separators (SynthOptions::separators).
-Text strip_separators(const Text& t, const Text& extra = {}) {
-  Text out;
-  for (char32_t c : t)
-    if (!is_separator(c) && std::find(extra.begin(), extra.end(), c) == extra.end()) out.push_back(c);
-  return out;
-}
-
-// A separator: one to three characters none of which is a letter or a digit
-// (佛-跳-墙, 佛--跳--墙, 佛 . 跳 . 墙); Error otherwise.
-Text separator_text(const std::string& s) {
-  const Text t = utf8_decode(s);
-  if (t.empty() || t.size() > 3)
-    throw Error("synth: a separator must be one to three characters, not \"" + s + "\"");
-  for (char32_t c : t) {
-    const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-    if ((cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
-        (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO))
-      throw Error("synth: a separator may not hold letters or digits, as \"" + s + "\" does");
-  }
-  return t;
-}
-
-// Every character of the separators given: what mentions() strips.
-Text separator_chars(const std::vector<std::string>& separators) {
-  Text out;
-  for (const std::string& s : separators)
-    for (char32_t c : separator_text(s))
-      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  return out;
-}
-
-bool contains(const Text& hay, const Text& needle) {
-  return !needle.empty() && std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
-}
 
 Text insert_at(const Text& base, std::size_t at, const Text& piece) {
   Text out(base.begin(), base.begin() + static_cast<std::ptrdiff_t>(at));
@@ -65,35 +26,67 @@ Text insert_at(const Text& base, std::size_t at, const Text& piece) {
 
 bool is_final_punct(char32_t c) { return c == U'。' || c == U'！' || c == U'？' || c == U'.' || c == U'!' || c == U'?'; }
 
-enum class Kind { PosStart, PosMiddle, PosEnd, PosQuoted, PosSpaced, PosDish, NegPermutation, NegPartial,
-                  NegSubstituted, NegScattered, NegNearMiss, NegPlain };
+enum class Kind { PosStart, PosMiddle, PosEnd, PosQuoted, PosSpaced, PosDish, PosHomophone, PosNearHomophone,
+                  PosPinyin, PosAlias, NegPermutation, NegPartial, NegSubstituted, NegScattered, NegNearMiss,
+                  NegNotInside, NegPartialHomophone, NegPartialPinyin, NegPlain };
+bool is_positive(Kind k) { return k <= Kind::PosAlias; }
+// The literal forms: the phrase's own characters, which mentions_any finds.
+bool is_literal(Kind k) { return k <= Kind::PosDish; }
 struct KindInfo {
   Kind kind;
   const char* name;
   double weight;
 };
-// Half positives, half negatives; hard negatives outweigh plain ones.
-constexpr std::array<KindInfo, 12> kKinds{{{Kind::PosStart, "pos-start", 1.0},
+// Half positives, half negatives; hard negatives outweigh plain ones. The
+// kinds of weight 0 take a share of their side when what they need is given
+// (Generator's weights): a share of the positives from SynthOptions, of the
+// negatives the fixed one here.
+constexpr double kNotInsideShare = 0.08, kPartialHomophoneShare = 0.05, kPartialPinyinShare = 0.04;
+constexpr std::array<KindInfo, 19> kKinds{{{Kind::PosStart, "pos-start", 1.0},
                                            {Kind::PosMiddle, "pos-middle", 1.5},
                                            {Kind::PosEnd, "pos-end", 1.0},
                                            {Kind::PosQuoted, "pos-quoted", 1.0},
                                            {Kind::PosSpaced, "pos-spaced", 0.75},
                                            {Kind::PosDish, "pos-dish", 0.75},
+                                           {Kind::PosHomophone, "pos-homophone", 0.0},
+                                           {Kind::PosNearHomophone, "pos-near-homophone", 0.0},
+                                           {Kind::PosPinyin, "pos-pinyin", 0.0},
+                                           {Kind::PosAlias, "pos-alias", 0.0},
                                            {Kind::NegPermutation, "neg-permutation", 1.0},
                                            {Kind::NegPartial, "neg-partial", 1.0},
                                            {Kind::NegSubstituted, "neg-substituted", 1.0},
                                            {Kind::NegScattered, "neg-scattered", 1.25},
                                            {Kind::NegNearMiss, "neg-near-miss", 1.25},
+                                           {Kind::NegNotInside, "neg-not-inside", 0.0},
+                                           {Kind::NegPartialHomophone, "neg-partial-homophone", 0.0},
+                                           {Kind::NegPartialPinyin, "neg-partial-pinyin", 0.0},
                                            {Kind::NegPlain, "neg-plain", 0.5}}};
+
+bool has_latin(const Text& t) {
+  return std::any_of(t.begin(), t.end(), [](char32_t c) { return (c | 32) >= U'a' && (c | 32) <= U'z'; });
+}
+
+// Every name that counts as the phrase: the phrase, its variants, the aliases.
+std::vector<std::string> names(const SynthOptions& o) {
+  std::vector<std::string> all{o.phrase};
+  all.insert(all.end(), o.variants.begin(), o.variants.end());
+  all.insert(all.end(), o.aliases.begin(), o.aliases.end());
+  return all;
+}
 
 class Generator {
  public:
-  explicit Generator(const SynthOptions& o) : extra_(separator_chars(o.separators)) {
+  explicit Generator(const SynthOptions& o) : options_(o), is_mention_(names(o), o.separators, o.not_inside) {
     for (const std::string& sep : o.separators) separators_.push_back(separator_text(sep));
     phrases_.push_back(utf8_decode(o.phrase));
     for (const auto& v : o.variants) phrases_.push_back(utf8_decode(v));
     for (const auto& p : phrases_)
       if (p.size() < 2) throw Error("synth: the phrase and its variants need at least two characters");
+    for (const auto& a : o.aliases) {
+      aliases_.push_back(utf8_decode(a));
+      if (is_mention_.bare(aliases_.back()).size() < 2) throw Error("synth: alias \"" + a + "\" is too short");
+    }
+    for (const auto& n : o.not_inside) not_inside_.push_back(utf8_decode(n));
     for (const auto& n : o.near_misses) {
       Text t = utf8_decode(n);
       if (mentions_any(t)) throw Error("synth: near-miss \"" + n + "\" contains the phrase itself");
@@ -104,23 +97,93 @@ class Generator {
       if (at == std::string::npos) throw Error("synth: dish form \"" + d + "\" has no {} for the phrase");
       dishes_.emplace_back(utf8_decode(d.substr(0, at)), utf8_decode(d.substr(at + 2)));
     }
+    for (const auto& h : o.held_out) {
+      const Text t = utf8_decode(h);
+      held_out_.insert(held_out_.end(), t.begin(), t.end());
+    }
+    for (const std::string& s : o.pinyin) {
+      reading_.push_back(toneless_syllable(s));
+      if (reading_.back().empty()) throw Error("synth: --pinyin \"" + s + "\" is not a pinyin syllable");
+    }
+    if (!reading_.empty() && reading_.size() != phrases_[0].size())
+      throw Error("synth: --pinyin gives " + std::to_string(reading_.size()) + " syllables for the " +
+                  std::to_string(phrases_[0].size()) + " characters of " + o.phrase);
+    for (double share : {o.homophone_share, o.near_homophone_share, o.pinyin_share, o.alias_share})
+      if (!(share >= 0 && share < 1)) throw Error("synth: a kind's share must be at least 0 and below 1");
   }
 
-  bool mentions_any(const Text& t) const {
-    Text bare = strip_separators(t, extra_);
-    for (const auto& p : phrases_)
-      if (contains(bare, p)) return true;
-    return false;
+  // After the base sentences are known: their character counts weigh the
+  // homophones drawn, and each kind's weight follows from what is given.
+  void prepare(const std::unordered_map<char32_t, std::int64_t>& frequency) {
+    const SynthOptions& o = options_;
+    if (o.readings)
+      for (const Text& p : phrases_) {
+        std::vector<std::vector<std::string>> syllables;
+        if (!reading_.empty() && p.size() == reading_.size())
+          for (const std::string& s : reading_) syllables.push_back({s});
+        // A variant's character in its place is no typo (牆 for 墙): never drawn.
+        Text held = held_out_;
+        for (const Text& q : phrases_)
+          for (char32_t c : q)
+            if (std::find(p.begin(), p.end(), c) == p.end()) held.push_back(c);
+        sounds_.push_back(std::make_unique<PhraseSounds>(p, syllables, *o.readings, frequency, held));
+      }
+    if (reading_.empty() && o.readings) {  // the reading from the table, when each character has one
+      for (char32_t c : phrases_[0]) {
+        const std::vector<std::string>& s = o.readings->syllables(c);
+        if (s.size() != 1) {
+          notes_.push_back("pos-pinyin is off: " + utf8_encode(Text{c}) + " has " + std::to_string(s.size()) +
+                           " readings in the table; give the phrase's with --pinyin");
+          reading_.clear();
+          break;
+        }
+        reading_.push_back(s[0]);
+      }
+    }
+    const bool homophones = !sounds_.empty() && !sounds_[0]->positions(PhraseSounds::Alike::same).empty();
+    const bool near = !sounds_.empty() && !sounds_[0]->positions(PhraseSounds::Alike::near).empty();
+    if (!o.readings && (o.homophone_share > 0 || o.near_homophone_share > 0))
+      notes_.push_back("pos-homophone and pos-near-homophone are off: no readings table");
+    double pos_share = 0, neg_share = 0;
+    for (const KindInfo& k : kKinds) {
+      double share = 0;
+      switch (k.kind) {
+        case Kind::PosHomophone: share = homophones ? o.homophone_share : 0; break;
+        case Kind::PosNearHomophone: share = near ? o.near_homophone_share : 0; break;
+        case Kind::PosPinyin: share = reading_.empty() ? 0 : o.pinyin_share; break;
+        case Kind::PosAlias: share = aliases_.empty() ? 0 : o.alias_share; break;
+        case Kind::NegNotInside: share = not_inside_.empty() ? 0 : kNotInsideShare; break;
+        case Kind::NegPartialHomophone: share = homophones && o.homophone_share > 0 ? kPartialHomophoneShare : 0; break;
+        case Kind::NegPartialPinyin: share = reading_.empty() || o.pinyin_share == 0 ? 0 : kPartialPinyinShare; break;
+        default: break;
+      }
+      (is_positive(k.kind) ? pos_share : neg_share) += share;
+      shares_.push_back(share);
+    }
+    if (pos_share >= 1) throw Error("synth: the shares of the positive kinds add up to 1 or more");
+    double pos_total = 0, neg_total = 0;  // the weights of the literal kinds, the same with or without the others
+    for (const KindInfo& k : kKinds) (is_positive(k.kind) ? pos_total : neg_total) += k.weight;
+    for (std::size_t i = 0; i < kKinds.size(); ++i) {
+      const bool pos = is_positive(kKinds[i].kind);
+      const double scale = 1.0 - (pos ? pos_share : neg_share), side = pos ? pos_total : neg_total;
+      weights_.push_back(kKinds[i].weight > 0 ? kKinds[i].weight * scale : shares_[i] * side);
+    }
   }
+
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  bool mentions_any(const Text& t) const { return is_mention_(t); }
 
   // One example of a randomly chosen kind; false when a negative could not be
-  // made without mentioning the phrase.
+  // made without mentioning the phrase (or a positive only next to a
+  // --not-inside string).
   bool make(const Text& base, Rng& rng, SynthExample& out) {
     const KindInfo& k = pick_kind(rng);
     for (int attempt = 0; attempt < 20; ++attempt) {
       Text t = build(k.kind, base, rng);
-      bool positive = k.kind <= Kind::PosDish;
+      const bool positive = is_positive(k.kind);
       if (!positive && mentions_any(t)) continue;
+      if ((k.kind == Kind::PosAlias || (is_literal(k.kind) && !not_inside_.empty())) && !mentions_any(t)) continue;
       out = {positive ? "1" : "0", utf8_encode(t), k.name};
       return true;
     }
@@ -130,19 +193,44 @@ class Generator {
  private:
   const KindInfo& pick_kind(Rng& rng) {
     double total = 0;
-    for (const auto& k : kKinds) total += k.weight;
+    for (double w : weights_) total += w;
     double u = rng.uniform() * total;
-    for (const auto& k : kKinds) {
-      if (u < k.weight) return k;
-      u -= k.weight;
+    for (std::size_t i = 0; i < kKinds.size(); ++i) {
+      if (u < weights_[i]) return kKinds[i];
+      u -= weights_[i];
     }
     return kKinds.back();
   }
 
-  const Text& phrase(Rng& rng) const { return phrases_[rng.below(phrases_.size())]; }
+  std::size_t phrase_index(Rng& rng) const { return rng.below(phrases_.size()); }
+  const Text& phrase(Rng& rng) const { return phrases_[phrase_index(rng)]; }
 
   std::size_t middle(const Text& base, Rng& rng) const {
     return base.size() < 2 ? base.size() : 1 + rng.below(base.size() - 1);
+  }
+
+  // The piece in quotation marks: “”, 「」 or 《》 (mark 0, 1, 2).
+  static constexpr std::size_t kQuoteMarks = 3;
+  static Text quoted(const Text& p, std::size_t mark) {
+    static const std::array<std::pair<char32_t, char32_t>, kQuoteMarks> kQuotes{
+        {{U'\u201C', U'\u201D'}, {U'\u300C', U'\u300D'}, {U'\u300A', U'\u300B'}}};
+    auto q = kQuotes[mark];
+    Text piece{q.first};
+    piece.insert(piece.end(), p.begin(), p.end());
+    piece.push_back(q.second);
+    return piece;
+  }
+
+  // Latin letters among Chinese ones: a space before, after, both or neither.
+  static Text spaced_apart(Text piece, Rng& rng) {
+    const auto where = rng.below(4);
+    if (where & 1) piece.insert(piece.begin(), U' ');
+    if (where & 2) piece.push_back(U' ');
+    return piece;
+  }
+
+  bool sounds_alike(std::size_t phrase_index, std::size_t at, char32_t c) const {
+    return phrase_index < sounds_.size() && sounds_[phrase_index]->sounds_like(at, c);
   }
 
   Text build(Kind kind, const Text& base, Rng& rng) const {
@@ -156,14 +244,8 @@ class Generator {
         return insert_at(base, at, phrase(rng));
       }
       case Kind::PosQuoted: {
-        static const std::array<std::pair<char32_t, char32_t>, 3> kQuotes{
-            {{U'\u201C', U'\u201D'}, {U'\u300C', U'\u300D'}, {U'\u300A', U'\u300B'}}};
-        auto q = kQuotes[rng.below(kQuotes.size())];
-        Text piece{q.first};
-        const Text& p = phrase(rng);
-        piece.insert(piece.end(), p.begin(), p.end());
-        piece.push_back(q.second);
-        return insert_at(base, any, piece);
+        const std::size_t mark = rng.below(kQuoteMarks);
+        return insert_at(base, any, quoted(phrase(rng), mark));
       }
       case Kind::PosSpaced: {
         // Space or · (one draw, as before any extras existed), else any of them alike.
@@ -204,13 +286,27 @@ class Generator {
       }
       case Kind::NegSubstituted: {
         // One character of the phrase replaced (佛吃墙, 佛跳门): the right
-        // outline with the wrong content. The stand-in comes from the sentence.
-        Text p = phrase(rng);
+        // outline with the wrong content. The stand-in comes from the
+        // sentence, and never sounds like the character it replaces: that
+        // would be a positive's typo (佛跳強).
+        const std::size_t pi = phrase_index(rng);
+        Text p = phrases_[pi];
         Text candidates;
         for (char32_t c : base)
           if (c >= 0x4E00 && c <= 0x9FFF && std::find(p.begin(), p.end(), c) == p.end()) candidates.push_back(c);
         if (candidates.empty()) candidates = utf8_decode("的一是了不在人有我他这个们中来上大为和国地到以说时要就出会可也你对生");
-        p[rng.below(p.size())] = candidates[rng.below(candidates.size())];
+        const char32_t pick = candidates[rng.below(candidates.size())];
+        const std::size_t at = rng.below(p.size());
+        p[at] = pick;
+        if (sounds_alike(pi, at, pick)) {
+          Text unlike;
+          for (char32_t c : candidates)
+            if (!sounds_alike(pi, at, c)) unlike.push_back(c);
+          if (unlike.empty())
+            for (char32_t c : utf8_decode("的一是了不在人有我他这个们中来上大为和国地到以说时要就出会可也你对生"))
+              if (!sounds_alike(pi, at, c) && std::find(p.begin(), p.end(), c) == p.end()) unlike.push_back(c);
+          p[at] = unlike[rng.below(unlike.size())];
+        }
         return insert_at(base, any, p);
       }
       case Kind::NegScattered: {
@@ -234,6 +330,83 @@ class Generator {
         out.insert(out.end(), base.begin() + static_cast<std::ptrdiff_t>(prev), base.end());
         return out;
       }
+      case Kind::PosHomophone:
+      case Kind::PosNearHomophone: {
+        // One character replaced by one read the same (佛跳強), or one usual confusion away.
+        const auto alike = kind == Kind::PosHomophone ? PhraseSounds::Alike::same : PhraseSounds::Alike::near;
+        std::size_t pi = phrase_index(rng);
+        if (sounds_[pi]->positions(alike).empty()) pi = 0;  // a variant without any: the phrase's own
+        const std::vector<std::size_t>& at = sounds_[pi]->positions(alike);
+        Text p = phrases_[pi];
+        const std::size_t i = at[rng.below(at.size())];
+        p[i] = sounds_[pi]->draw(i, alike, rng);
+        return insert_at(base, any, p);
+      }
+      case Kind::PosPinyin: {
+        Text piece = utf8_decode(pinyin_spelling(reading_, static_cast<int>(rng.below(kPinyinStyles))));
+        return insert_at(base, any, spaced_apart(piece, rng));
+      }
+      case Kind::PosAlias: {
+        // As the phrase is used: plain, quoted or spaced; a Latin name's case varied.
+        Text a = aliases_[rng.below(aliases_.size())];
+        if (has_latin(a)) {
+          const auto style = rng.below(4);  // as given, lower, UPPER, Title Case
+          bool word_start = true;
+          for (char32_t& c : a) {
+            const bool letter = (c | 32) >= U'a' && (c | 32) <= U'z';
+            if (letter && (style == 2 || (style == 3 && word_start))) c &= ~char32_t(32);
+            else if (letter && (style == 1 || style == 3)) c |= 32;
+            word_start = !letter && c != U'\'';
+          }
+          return insert_at(base, any, spaced_apart(a, rng));
+        }
+        switch (rng.below(3)) {
+          case 0: return insert_at(base, any, quoted(a, rng.below(kQuoteMarks)));
+          case 1: {
+            Text piece;
+            const char32_t sep = rng.below(2) ? U' ' : U'\u00B7';
+            for (char32_t c : a) {
+              if (!piece.empty()) piece.push_back(sep);
+              piece.push_back(c);
+            }
+            return insert_at(base, any, piece);
+          }
+          default: return insert_at(base, any, a);
+        }
+      }
+      case Kind::NegNotInside: {
+        // The phrase inside a longer word that is something else (红烧肉丸子汤).
+        const Text& p = phrase(rng);
+        const Text& n = not_inside_[rng.below(not_inside_.size())];
+        const bool phrase_first = rng.below(2);
+        Text piece = phrase_first ? p : n;
+        const Text& second = phrase_first ? n : p;
+        piece.insert(piece.end(), second.begin(), second.end());
+        return insert_at(base, any, piece);
+      }
+      case Kind::NegPartialHomophone: {
+        // Part of the phrase with a homophone in it (佛眺, 跳蔷): sounds like a piece, is none.
+        std::size_t pi = phrase_index(rng);
+        Text p = phrases_[pi];
+        const std::size_t start = rng.below(2), len = p.size() - 1;
+        std::vector<std::size_t> at;
+        for (std::size_t i : sounds_[pi]->positions(PhraseSounds::Alike::same))
+          if (i >= start && i < start + len) at.push_back(i);
+        if (!at.empty()) {
+          const std::size_t i = at[rng.below(at.size())];
+          p[i] = sounds_[pi]->draw(i, PhraseSounds::Alike::same, rng);
+        }
+        return insert_at(base, any, Text(p.begin() + static_cast<std::ptrdiff_t>(start),
+                                         p.begin() + static_cast<std::ptrdiff_t>(start + len)));
+      }
+      case Kind::NegPartialPinyin: {
+        // Part of the reading (tiaoqiang): not the whole name.
+        const std::size_t start = rng.below(2);
+        std::vector<std::string> part(reading_.begin() + static_cast<std::ptrdiff_t>(start),
+                                      reading_.begin() + static_cast<std::ptrdiff_t>(start + reading_.size() - 1));
+        Text piece = utf8_decode(pinyin_spelling(part, static_cast<int>(rng.below(kPinyinStyles))));
+        return insert_at(base, any, spaced_apart(piece, rng));
+      }
       case Kind::NegNearMiss:
         if (near_.empty()) return base;
         return insert_at(base, any, near_[rng.below(near_.size())]);
@@ -242,27 +415,27 @@ class Generator {
     return base;
   }
 
-  Text extra_;                   // every character of the caller's separators
+  const SynthOptions& options_;
+  MentionMatcher is_mention_;     // the phrase, its variants and aliases
   std::vector<Text> separators_;  // the caller's separators (SynthOptions::separators)
-  std::vector<Text> phrases_, near_;
+  std::vector<Text> phrases_, near_, aliases_;
+  std::vector<Text> not_inside_;  // the --not-inside strings
+  Text held_out_;                 // characters never drawn as homophones
+  std::vector<std::string> reading_;  // the phrase's syllables, for pos-pinyin (empty: off)
+  std::vector<std::unique_ptr<PhraseSounds>> sounds_;  // per phrase and variant, with a readings table
+  std::vector<double> shares_, weights_;               // per kind
+  std::vector<std::string> notes_;
   std::vector<std::pair<Text, Text>> dishes_;
 };
 
 }  // namespace
-
-bool mentions(const std::string& text, const std::vector<std::string>& phrases,
-              const std::vector<std::string>& separators) {
-  Text bare = strip_separators(utf8_decode(text), separator_chars(separators));
-  for (const auto& p : phrases)
-    if (contains(bare, utf8_decode(p))) return true;
-  return false;
-}
 
 SynthCorpus synthesize(const std::vector<BaseSentence>& base, const SynthOptions& o) {
   if (o.phrase.empty()) throw Error("synth: --phrase is empty");
   if (o.dev_fraction + o.test_fraction >= 1.0) throw Error("synth: dev and test fractions leave nothing to train on");
   Generator gen(o);
   SynthCorpus corpus;
+  std::unordered_map<char32_t, std::int64_t> frequency;  // of the characters of the sentences used
   std::vector<Text> texts;
   std::vector<std::size_t> usable;
   for (std::size_t i = 0; i < base.size(); ++i) {
@@ -271,9 +444,13 @@ SynthCorpus synthesize(const std::vector<BaseSentence>& base, const SynthOptions
       ++corpus.skipped["empty"];
     else if (gen.mentions_any(texts.back()))
       ++corpus.skipped["already mentions the phrase"];
-    else
+    else {
       usable.push_back(i);
+      for (char32_t c : texts.back()) ++frequency[c];
+    }
   }
+  gen.prepare(frequency);
+  corpus.notes = gen.notes();
   // Split the base sentences first: nothing generated from one sentence can
   // end up in two splits.
   seeded_shuffle(usable, o.seed);

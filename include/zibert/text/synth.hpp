@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "zibert/text/mentions.hpp"
+#include "zibert/text/readings.hpp"
+
 namespace zibert {
 
 struct SynthOptions {
@@ -19,6 +22,18 @@ struct SynthOptions {
   // characters, no letter or digit. Negatives never form the phrase through
   // any of their characters either.
   std::vector<std::string> separators;
+  // The forms that are not the phrase's characters: each kind is on when what
+  // it needs is given and its share (of the positives) is above zero.
+  const Readings* readings = nullptr;   // homophones and near-homophones come from it
+  std::vector<std::string> pinyin;      // the phrase's reading, a syllable per character (fo tiao qiang);
+                                        // default: each character's readings in the table
+  std::vector<std::string> aliases;     // other names and translations, used as the phrase is
+  std::vector<std::string> not_inside;  // a match next to one of these is no mention (丸子 for 红烧肉)
+  std::vector<std::string> held_out;    // characters never generated as homophones (for measuring)
+  double homophone_share = 0.12;        // pos-homophone: one character replaced by a homophone
+  double near_homophone_share = 0.04;   // pos-near-homophone: by a character one usual confusion away
+  double pinyin_share = 0.08;           // pos-pinyin: the reading in Latin letters
+  double alias_share = 0.12;            // pos-alias: an alias in the forms the phrase takes
   std::uint64_t seed = 1;
   double dev_fraction = 0.1, test_fraction = 0.1;
   std::int64_t copies = 1;              // examples generated per base sentence
@@ -33,6 +48,7 @@ struct SynthExample {
 struct SynthCorpus {
   std::vector<SynthExample> train, dev, test;
   std::map<std::string, std::int64_t> skipped;  // why base sentences were not used, with counts
+  std::vector<std::string> notes;                // kinds that are off, and why
 };
 
 // A base sentence and the tag of the corpus it came from ("" for one corpus).
@@ -42,13 +58,8 @@ struct BaseSentence {
 };
 
 // Splits base sentences between train/dev/test first (so none leaks across
-// splits), then generates examples. No negative contains the phrase or a
-// variant, even with spaces, · or quotes removed.
+// splits), then generates examples. No negative mentions the phrase, a
+// variant or an alias (MentionMatcher: through spaces, · or quotes too).
 SynthCorpus synthesize(const std::vector<BaseSentence>& base, const SynthOptions& options);
-
-// True when text mentions the phrase or a variant, ignoring spaces, tabs, ·
-// and quotation marks between the characters (and the extra separators given).
-bool mentions(const std::string& text, const std::vector<std::string>& phrases,
-              const std::vector<std::string>& separators = {});
 
 }  // namespace zibert

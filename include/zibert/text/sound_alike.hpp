@@ -1,0 +1,51 @@
+// What a phrase sounds like: for each of its characters, the characters read
+// the same (homophones: 強 and 蔷 for 墙) or one usual confusion away
+// (near-homophones), as a pinyin keyboard's typos make them; and the reading
+// spelt in Latin letters. synth builds its sound-alike forms from it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "zibert/base/random.hpp"
+#include "zibert/text/readings.hpp"
+
+namespace zibert {
+
+class PhraseSounds {
+ public:
+  // syllables: each character's reading(s), toneless (the user's --pinyin, or
+  // the table's). frequency: how often each character occurs in the text the
+  // forms go into; draws lean toward common characters. held_out: characters
+  // never drawn (kept for measuring how forms never generated fare).
+  PhraseSounds(const std::vector<char32_t>& phrase, const std::vector<std::vector<std::string>>& syllables,
+               const Readings& readings, const std::unordered_map<char32_t, std::int64_t>& frequency,
+               const std::vector<char32_t>& held_out);
+
+  enum class Alike { same, near };
+  // The positions with at least one character that sounds so.
+  const std::vector<std::size_t>& positions(Alike alike) const { return alike == Alike::same ? same_at_ : near_at_; }
+  // A character for position i that sounds so, drawn with weight √count + 0.1
+  // (count: its frequency) over the candidates; 0 when there is none.
+  char32_t draw(std::size_t i, Alike alike, Rng& rng) const;
+  // True when c at position i is a homophone or a near-homophone of the
+  // phrase's character there (a form the positives may take).
+  bool sounds_like(std::size_t i, char32_t c) const;
+
+ private:
+  struct Candidates {
+    std::vector<char32_t> chars;  // ascending
+    std::vector<double> cumulative;
+  };
+  std::vector<Candidates> same_, near_;       // what draw picks from, per position
+  std::vector<std::vector<char32_t>> alike_;  // per position: every homophone and near-homophone (ascending)
+  std::vector<std::size_t> same_at_, near_at_;
+};
+
+// The reading in Latin letters as people type it, without tones, ü as v:
+// style 0 fotiaoqiang, 1 fo tiao qiang, 2 Fotiaoqiang, 3 Fo Tiao Qiang, 4 FOTIAOQIANG.
+inline constexpr int kPinyinStyles = 5;
+std::string pinyin_spelling(const std::vector<std::string>& syllables, int style);
+
+}  // namespace zibert

@@ -1,0 +1,94 @@
+#include "zibert/text/sound_alike.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace zibert {
+namespace {
+
+// The CJK Unified Ideographs block: what a pinyin keyboard offers; the
+// extensions hold rare characters it seldom does.
+bool is_common_han(char32_t c) { return c >= 0x4E00 && c <= 0x9FFF; }
+
+void add_sorted(std::vector<char32_t>& v, char32_t c) {
+  auto it = std::lower_bound(v.begin(), v.end(), c);
+  if (it == v.end() || *it != c) v.insert(it, c);
+}
+
+bool has(const std::vector<char32_t>& sorted, char32_t c) { return std::binary_search(sorted.begin(), sorted.end(), c); }
+
+}  // namespace
+
+PhraseSounds::PhraseSounds(const std::vector<char32_t>& phrase, const std::vector<std::vector<std::string>>& syllables,
+                           const Readings& readings, const std::unordered_map<char32_t, std::int64_t>& frequency,
+                           const std::vector<char32_t>& held_out) {
+  auto weight = [&](char32_t c) {
+    auto it = frequency.find(c);
+    return std::sqrt(double(it == frequency.end() ? 0 : it->second)) + 0.1;
+  };
+  for (std::size_t i = 0; i < phrase.size(); ++i) {
+    std::vector<char32_t> same, near;
+    const std::vector<std::string>& mine = i < syllables.size() ? syllables[i] : readings.syllables(phrase[i]);
+    for (const std::string& s : mine)
+      for (char32_t c : readings.characters(s)) add_sorted(same, c);
+    for (const std::string& s : mine)
+      for (const std::string& n : near_syllables(s))
+        for (char32_t c : readings.characters(n))
+          if (!has(same, c)) add_sorted(near, c);
+    auto candidates = [&](const std::vector<char32_t>& list) {
+      Candidates cand;
+      double total = 0;
+      for (char32_t c : list)
+        if (c != phrase[i] && is_common_han(c) && std::find(held_out.begin(), held_out.end(), c) == held_out.end()) {
+          cand.chars.push_back(c);
+          cand.cumulative.push_back(total += weight(c));
+        }
+      return cand;
+    };
+    same_.push_back(candidates(same));
+    near_.push_back(candidates(near));
+    // Every reading's characters, the held-out and rare ones too, sound alike.
+    std::vector<char32_t> alike = same;
+    alike.insert(alike.end(), near.begin(), near.end());
+    std::sort(alike.begin(), alike.end());
+    alike_.push_back(std::move(alike));
+    if (!same_.back().chars.empty()) same_at_.push_back(i);
+    if (!near_.back().chars.empty()) near_at_.push_back(i);
+  }
+}
+
+char32_t PhraseSounds::draw(std::size_t i, Alike alike, Rng& rng) const {
+  const Candidates& cand = (alike == Alike::same ? same_ : near_).at(i);
+  if (cand.chars.empty()) return 0;
+  const double u = rng.uniform() * cand.cumulative.back();
+  const auto at = std::upper_bound(cand.cumulative.begin(), cand.cumulative.end(), u) - cand.cumulative.begin();
+  return cand.chars[std::min<std::size_t>(static_cast<std::size_t>(at), cand.chars.size() - 1)];
+}
+
+bool PhraseSounds::sounds_like(std::size_t i, char32_t c) const { return i < alike_.size() && has(alike_[i], c); }
+
+std::string pinyin_spelling(const std::vector<std::string>& syllables, int style) {
+  std::string out;
+  for (const std::string& s : syllables) {
+    if (!out.empty() && (style == 1 || style == 3)) out += ' ';
+    std::string word;
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      if (s.compare(k, 2, "\u00FC") == 0) {  // ü, typed v
+        word += 'v';
+        ++k;
+      } else {
+        word += s[k];
+      }
+    }
+    const bool first = out.empty();
+    auto upper = [](char& ch) { if (ch >= 'a' && ch <= 'z') ch = static_cast<char>(ch - 'a' + 'A'); };
+    if (style == 4)
+      for (char& ch : word) upper(ch);
+    else if (!word.empty() && (style == 3 || (style == 2 && first)))
+      upper(word[0]);
+    out += word;
+  }
+  return out;
+}
+
+}  // namespace zibert

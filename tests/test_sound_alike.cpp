@@ -1,0 +1,336 @@
+// Readings, homophones and synth's sound-alike forms, on a small readings
+// table written here in Unihan_Readings.txt's format.
+#include <bzlib.h>
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "helpers.hpp"
+#include "zibert/base/compressed.hpp"
+#include "zibert/base/error.hpp"
+#include "zibert/text/dataset.hpp"
+#include "zibert/text/readings.hpp"
+#include "zibert/text/sound_alike.hpp"
+#include "zibert/text/synth.hpp"
+#include "zibert/text/tokenizer.hpp"
+
+using namespace zibert;
+using namespace zibert::test;
+
+namespace {
+
+// 佛 has four readings across the fields, as in Unihan; 墙's homophones are
+// 強 蔷 强 腔, its near-homophone (ang → an) 钱; 弗 and 胡 are read fu and hu.
+const char* kTable =
+    "# Unihan_Readings.txt, a few lines\n"
+    "U+4F5B\tkHanyuPinyin\t10142.070:fó,fú,bì,bó\n"
+    "U+4F5B\tkMandarin\tfú\n"
+    "U+4F5B\tkXHC1983\t0337.060:fó 0337.061:fú\n"
+    "U+5899\tkMandarin\tqiáng\n"
+    "U+5F17\tkMandarin\tfú\n"
+    "U+5F37\tkMandarin\tqiáng\n"
+    "U+5F3A\tkHanyuPinyin\t10987.010:qiáng,qiǎng,jiàng\n"
+    "U+5F3A\tkMandarin\tqiáng\n"
+    "U+5F3A\tkRSUnicode\t57.9\n"
+    "U+773A\tkMandarin\ttiào\n"
+    "U+80E1\tkMandarin\thú\n"
+    "U+8154\tkMandarin\tqiāng\n"
+    "U+8537\tkXHC1983\t0912.020:qiáng\n"
+    "U+8DF3\tkMandarin\ttiào\n"
+    "U+94B1\tkMandarin\tqián\n";
+
+Readings table() { return Readings::parse(kTable, "Unihan_Readings.txt"); }
+
+std::string bzip2(const std::string& bytes) {
+  std::string out(bytes.size() * 2 + 600, '\0');
+  unsigned len = static_cast<unsigned>(out.size());
+  REQUIRE(BZ2_bzBuffToBuffCompress(out.data(), &len, const_cast<char*>(bytes.data()),
+                                   static_cast<unsigned>(bytes.size()), 9, 0, 0) == BZ_OK);
+  out.resize(len);
+  return out;
+}
+
+const std::vector<std::string> kPhrases{"佛跳墙", "佛跳牆", "佛跳墻"};
+
+}  // namespace
+
+TEST_CASE("pinyin syllables lose their tones", "[sound]") {
+  CHECK(toneless_syllable("fó") == "fo");
+  CHECK(toneless_syllable("lǜ") == "lü");
+  CHECK(toneless_syllable("lv") == "lü");  // as keyboards type it
+  CHECK(toneless_syllable("Qiang2") == "qiang");
+  CHECK(toneless_syllable("ḿ") == "m");
+  CHECK(toneless_syllable("ê̄") == "e");
+  CHECK(toneless_syllable("qi ang").empty());
+  CHECK(toneless_syllable("墙").empty());
+  CHECK(toneless_syllable("").empty());
+}
+
+TEST_CASE("near syllables: the usual confusions of initials and finals", "[sound]") {
+  auto near = [](const std::string& s) {
+    auto v = near_syllables(s);
+    return std::set<std::string>(v.begin(), v.end());
+  };
+  CHECK(near("zhang") == std::set<std::string>{"zang", "zhan"});
+  CHECK(near("san") == std::set<std::string>{"shan", "sang"});
+  CHECK(near("ling") == std::set<std::string>{"ning", "lin"});
+  CHECK(near("fu") == std::set<std::string>{"hu"});
+  CHECK(near("hen") == std::set<std::string>{"fen", "heng"});
+  CHECK(near("qiang") == std::set<std::string>{"qian"});
+  CHECK(near("ang") == std::set<std::string>{"an"});
+  CHECK(near("tiao").empty());
+}
+
+TEST_CASE("the readings table: every reading of kMandarin, kHanyuPinyin and kXHC1983", "[sound]") {
+  const Readings r = table();
+  CHECK(r.size() == 11);
+  CHECK(r.syllables(U'佛') == std::vector<std::string>{"fo", "fu", "bi", "bo"});
+  CHECK(r.syllables(U'强') == std::vector<std::string>{"qiang", "jiang"});
+  CHECK(r.characters("qiang") == std::vector<char32_t>{U'墙', U'強', U'强', U'腔', U'蔷'});
+  CHECK(r.homophones(U'墙', U'蔷'));  // kXHC1983 alone reads 蔷
+  CHECK(r.homophones(U'佛', U'弗'));
+  CHECK_FALSE(r.homophones(U'墙', U'钱'));
+  CHECK(r.syllables(U'门').empty());
+
+  SECTION("bzip2-compressed as Debian ships it, from a file") {
+    const std::string dir = temp_dir();
+    write_text(dir + "/readings.txt.bz2", bzip2(kTable));
+    CHECK(Readings::load(dir + "/readings.txt.bz2").characters("qiang") == r.characters("qiang"));
+    CHECK(decompress_if_bzip2(bzip2(kTable) + bzip2("more\n"), "two") == std::string(kTable) + "more\n");
+    std::string cut = bzip2(kTable);
+    cut.resize(cut.size() / 2);
+    write_text(dir + "/cut.bz2", cut);
+    CHECK_THROWS_WITH(Readings::load(dir + "/cut.bz2"), Catch::Contains(dir + "/cut.bz2: corrupt bzip2 data") &&
+                                                             Catch::Contains("ends early"));
+    CHECK_THROWS_WITH(Readings::load(dir + "/none.txt"), Catch::Contains(dir + "/none.txt: cannot open it"));
+    CHECK_THROWS_WITH(Readings::load(dir), Catch::Contains("is a directory"));
+  }
+  SECTION("a malformed line is an error naming its line") {
+    CHECK_THROWS_WITH(Readings::parse("# x\nU+4F5B\tkMandarin\n", "t.txt"), Catch::StartsWith("t.txt:2: "));
+    CHECK_THROWS_WITH(Readings::parse("U+XYZ1\tkMandarin\tfó\n", "t.txt"), Catch::StartsWith("t.txt:1: "));
+    CHECK_THROWS_WITH(Readings::parse("U+4F5B\tkXHC1983\tfó\n", "t.txt"), Catch::Contains("t.txt:1: ") &&
+                                                                             Catch::Contains("no ':'"));
+    CHECK_THROWS_WITH(Readings::parse("U+4F5B\tkMandarin\tf?\n", "t.txt"), Catch::Contains("not a pinyin reading"));
+    CHECK_THROWS_WITH(Readings::parse("U+4F5B\tkRSUnicode\t9.5\n", "t.txt"), Catch::Contains("t.txt: no readings"));
+  }
+}
+
+TEST_CASE("a phrase's sound-alike characters come from the table, toward common ones", "[sound]") {
+  const Readings r = table();
+  const std::vector<char32_t> phrase = utf8_decode("佛跳墙");
+  std::unordered_map<char32_t, std::int64_t> frequency{{U'强', 100}, {U'蔷', 1}};
+  const PhraseSounds every(phrase, {}, r, frequency, {});
+  CHECK(every.positions(PhraseSounds::Alike::same) == std::vector<std::size_t>{0, 1, 2});  // 弗, 眺, 強 …
+  std::map<char32_t, int> drawn;
+  Rng rng(1);
+  for (int i = 0; i < 2000; ++i) ++drawn[every.draw(2, PhraseSounds::Alike::same, rng)];
+  CHECK(drawn.size() == 4);  // 強 强 腔 蔷, never 墙 itself
+  CHECK(drawn.count(U'墙') == 0);
+  CHECK(drawn[U'强'] > 1600);  // weights 10.1, 1.1, 0.1 and 0.1
+  CHECK(every.draw(2, PhraseSounds::Alike::near, rng) == U'钱');
+  CHECK(every.sounds_like(2, U'钱'));
+  CHECK(every.sounds_like(2, U'強'));
+  CHECK_FALSE(every.sounds_like(2, U'门'));
+
+  // The user's reading: 佛 is fo only, so 弗 (fu) is no homophone; held-out 強 is never drawn.
+  const PhraseSounds told(phrase, {{"fo"}, {"tiao"}, {"qiang"}}, r, frequency, {U'強'});
+  CHECK_FALSE(told.sounds_like(0, U'弗'));
+  CHECK(told.positions(PhraseSounds::Alike::same) == std::vector<std::size_t>{1, 2});
+  for (int i = 0; i < 500; ++i) CHECK(told.draw(2, PhraseSounds::Alike::same, rng) != U'強');
+  CHECK(told.sounds_like(2, U'強'));  // still a homophone: no negative may use it
+}
+
+TEST_CASE("pinyin spellings as people type them", "[sound]") {
+  const std::vector<std::string> s{"fo", "tiao", "qiang"};
+  CHECK(pinyin_spelling(s, 0) == "fotiaoqiang");
+  CHECK(pinyin_spelling(s, 1) == "fo tiao qiang");
+  CHECK(pinyin_spelling(s, 2) == "Fotiaoqiang");
+  CHECK(pinyin_spelling(s, 3) == "Fo Tiao Qiang");
+  CHECK(pinyin_spelling(s, 4) == "FOTIAOQIANG");
+  CHECK(pinyin_spelling({"lü", "cha"}, 0) == "lvcha");
+}
+
+namespace {
+
+// Where text holds form: phrase with exactly one character changed, at index
+// at; the changed character's position in the phrase, or -1.
+int changed_position(const std::vector<char32_t>& text, const std::vector<char32_t>& phrase, char32_t& replacement) {
+  for (std::size_t s = 0; s + phrase.size() <= text.size(); ++s) {
+    int diff = -1, count = 0;
+    for (std::size_t i = 0; i < phrase.size(); ++i)
+      if (text[s + i] != phrase[i]) {
+        ++count;
+        diff = static_cast<int>(i);
+      }
+    if (count == 1) {
+      replacement = text[s + static_cast<std::size_t>(diff)];
+      return diff;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+TEST_CASE("synth's sound-alike kinds: homophones, near ones, pinyin, aliases, and negatives that never sound alike",
+          "[sound][synth]") {
+  const Readings r = table();
+  SynthOptions o;
+  o.phrase = "佛跳墙";
+  o.variants = {"佛跳牆"};
+  o.near_misses = {"狗急跳墙", "jumped over the wall"};
+  o.readings = &r;
+  o.pinyin = {"fo", "tiao", "qiang"};
+  o.aliases = {"福寿全", "Buddha Jumps Over the Wall"};
+  o.not_inside = {"丸子"};
+  o.held_out = {"腔"};
+  o.seed = 5;
+  o.copies = 4;
+  std::vector<BaseSentence> base;
+  const char* seeds[] = {"他们在寺里念佛", "墙上挂着一幅画", "今天的天气很好强", "这本书讲的是历史", "Wall Street 很远",
+                         "我们明天去公园散步", "老师说话很慢", "跳舞的人很多", "一坛好酒", "丸子汤很好喝"};
+  for (int i = 0; i < 600; ++i) base.push_back({std::string(seeds[i % 10]) + std::to_string(i), ""});
+  const SynthCorpus c = synthesize(base, o);
+  std::vector<std::string> every_name = kPhrases;
+  every_name.insert(every_name.end(), o.aliases.begin(), o.aliases.end());
+  const std::vector<char32_t> phrase = utf8_decode("佛跳墙"), variant = utf8_decode("佛跳牆");
+  const PhraseSounds sounds(phrase, {{"fo"}, {"tiao"}, {"qiang"}}, r, {}, {});
+  std::map<std::string, int> kinds;
+  std::set<std::string> alias_cases;
+  for (const auto* split : {&c.train, &c.dev, &c.test})
+    for (const SynthExample& ex : *split) {
+      INFO(ex.text << " " << ex.category);
+      ++kinds[ex.category];
+      const std::vector<char32_t> t = utf8_decode(ex.text);
+      if (ex.label == "0") CHECK_FALSE(mentions(ex.text, every_name, {}, o.not_inside));
+      char32_t c32 = 0;
+      if (ex.category == "pos-homophone" || ex.category == "pos-near-homophone") {
+        int at = changed_position(t, phrase, c32);
+        if (at < 0) at = changed_position(t, variant, c32);
+        REQUIRE(at >= 0);
+        const char32_t original = phrase[static_cast<std::size_t>(at)];
+        CHECK(c32 != U'腔');  // held out
+        CHECK(c32 != U'弗');  // fu: not the reading given
+        if (ex.category == "pos-homophone") CHECK(r.homophones(c32, original));
+        else CHECK((c32 == U'钱' && !r.homophones(c32, original)));
+      }
+      if (ex.category == "neg-substituted") {
+        int at = changed_position(t, phrase, c32);
+        if (at < 0) at = changed_position(t, variant, c32);
+        REQUIRE(at >= 0);
+        CHECK_FALSE(sounds.sounds_like(static_cast<std::size_t>(at), c32));
+      }
+      if (ex.category == "pos-pinyin") {
+        bool found = false;
+        for (int style = 0; style < kPinyinStyles; ++style)
+          found = found || ex.text.find(pinyin_spelling({"fo", "tiao", "qiang"}, style)) != std::string::npos;
+        CHECK(found);
+      }
+      if (ex.category == "pos-alias") {
+        CHECK(mentions(ex.text, o.aliases));
+        for (const char* form : {"Buddha Jumps Over the Wall", "buddha jumps over the wall", "BUDDHA JUMPS OVER THE WALL",
+                                 "Buddha Jumps Over The Wall"})
+          if (ex.text.find(form) != std::string::npos) alias_cases.insert(form);
+      }
+      if (ex.category == "neg-not-inside")
+        CHECK((ex.text.find("佛跳墙丸子") != std::string::npos || ex.text.find("丸子佛跳") != std::string::npos ||
+               ex.text.find("佛跳牆丸子") != std::string::npos));
+      if (ex.category == "neg-partial-pinyin")
+        CHECK(ex.text.find("fotiaoqiang") == std::string::npos);
+    }
+  for (const char* k : {"pos-start", "pos-homophone", "pos-near-homophone", "pos-pinyin", "pos-alias", "neg-substituted",
+                        "neg-not-inside", "neg-partial-homophone", "neg-partial-pinyin", "neg-plain"}) {
+    INFO(k);
+    CHECK(kinds[k] > 0);
+  }
+  CHECK(alias_cases.size() == 4);
+  CHECK(c.notes.empty());
+  // The shares: homophones about 12 % of the positives.
+  int positives = 0;
+  for (const auto& [k, n] : kinds) positives += k.starts_with("pos-") ? n : 0;
+  CHECK(kinds["pos-homophone"] > positives * 0.08);
+  CHECK(kinds["pos-homophone"] < positives * 0.16);
+}
+
+TEST_CASE("synth without a readings table or aliases makes the forms it made before", "[sound][synth]") {
+  SynthOptions o;
+  o.phrase = "佛跳墙";
+  o.seed = 9;
+  std::vector<BaseSentence> base;
+  for (int i = 0; i < 200; ++i) base.push_back({"今天的天气很好" + std::to_string(i), ""});
+  const SynthCorpus c = synthesize(base, o);
+  for (const auto* split : {&c.train, &c.dev, &c.test})
+    for (const SynthExample& ex : *split) {
+      INFO(ex.category);
+      CHECK((ex.category != "pos-homophone" && ex.category != "pos-pinyin" && ex.category != "pos-alias" &&
+             ex.category != "neg-not-inside" && ex.category != "neg-partial-homophone"));
+    }
+  REQUIRE(c.notes.size() == 1);
+  CHECK_THAT(c.notes[0], Catch::Contains("no readings table"));
+  // The reading from the table only when each character has one.
+  const Readings r = table();
+  o.readings = &r;
+  const SynthCorpus d = synthesize(base, o);
+  REQUIRE(d.notes.size() == 1);
+  CHECK_THAT(d.notes[0], Catch::Contains("pos-pinyin is off: 佛 has 4 readings"));
+  o.pinyin = {"fo", "tiao"};
+  CHECK_THROWS_WITH(synthesize(base, o), Catch::Contains("--pinyin gives 2 syllables for the 3 characters"));
+}
+
+TEST_CASE("mentions(): aliases in any case, and not next to a --not-inside word", "[sound][synth]") {
+  CHECK(mentions("我们吃了 buddha jumps over the wall", {"Buddha Jumps Over the Wall"}));
+  CHECK(mentions("红烧肉真香", {"红烧肉"}, {}, {"丸子"}));
+  CHECK_FALSE(mentions("红烧肉丸子汤真香", {"红烧肉"}, {}, {"丸子"}));
+  CHECK(mentions("红烧肉丸子汤和红烧肉", {"红烧肉"}, {}, {"丸子"}));  // the second one counts
+  CHECK_FALSE(mentions("肉丸子红烧肉", {"红烧肉"}, {}, {"肉丸子"}));
+}
+
+TEST_CASE("zibert synth --readings, --pinyin, --alias, --not-inside: the kinds and the errors", "[sound][synth][cli]") {
+  const std::string dir = temp_dir();
+  write_text(dir + "/readings.txt", kTable);
+  std::string corpus;
+  for (int i = 0; i < 80; ++i) corpus += "这是第" + std::to_string(i) + "个句子，内容很普通。\n";
+  write_text(dir + "/base.txt", corpus);
+  const std::string common = "synth --phrase 佛跳墙 --corpus " + dir + "/base.txt --readings " + dir + "/readings.txt ";
+  RunResult r = run_zibert(common + "--pinyin 'fo tiao qiang' --alias 'Buddha Jumps Over the Wall' --not-inside 丸子 "
+                           "--copies 5 --out " + dir + "/gen");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  for (const char* k : {"pos-homophone", "pos-pinyin", "pos-alias", "neg-not-inside"}) CHECK_THAT(r.err, Catch::Contains(k));
+  RunResult off = run_zibert(common + "--homophone-share 0 --near-homophone-share 0 --out " + dir + "/gen2");
+  CHECK(off.status == 0);
+  CHECK_THAT(off.err, !Catch::Contains("pos-homophone") && Catch::Contains("pos-pinyin is off"));
+  RunResult missing = run_zibert("synth --phrase 佛跳墙 --corpus " + dir + "/base.txt --readings " + dir +
+                                 "/nope.txt --out " + dir + "/gen3");
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.err, Catch::Contains(dir + "/nope.txt: cannot open it"));
+  RunResult short_reading = run_zibert(common + "--pinyin 'fo tiao' --out " + dir + "/gen4");
+  CHECK(short_reading.status == 2);
+  CHECK_THAT(short_reading.err, Catch::Contains("2 syllables for the 3 characters"));
+  RunResult bad_reading = run_zibert(common + "--pinyin 'fo tiao qi?ng' --out " + dir + "/gen5");
+  CHECK(bad_reading.status == 2);
+  CHECK_THAT(bad_reading.err, Catch::Contains("\"qi?ng\" is not a pinyin syllable"));
+}
+
+TEST_CASE("the hand-written forms check set: 50 sentences per kind, labels that hold", "[sound][detect]") {
+  // tests/data/detect/fotiaoqiang_forms.tsv: sentences written for this
+  // project; bench/bench-detect --forms scores a detector on it per kind.
+  const Dataset data = read_dataset(std::string(ZIBERT_TEST_DATA) + "/detect/fotiaoqiang_forms.tsv");
+  std::map<std::string, int> per_kind;
+  std::set<std::string> texts;
+  const std::vector<std::string> literal{"佛跳墙", "佛跳牆", "佛跳墻"};
+  const std::vector<std::string> names{"佛跳墙", "佛跳牆", "佛跳墻", "福寿全", "满坛香", "Buddha Jumps Over the Wall"};
+  for (const Example& ex : data.rows) {
+    INFO(ex.text << " " << ex.category);
+    ++per_kind[ex.category];
+    texts.insert(ex.text);
+    CHECK(ex.label == (ex.category == "near-miss" ? "0" : "1"));
+    CHECK_FALSE(mentions(ex.text, literal));  // none writes the phrase itself
+    const bool named = ex.category == "alias" || ex.category == "translation";
+    CHECK(mentions(ex.text, names) == named);
+  }
+  CHECK(per_kind["typo"] + per_kind["typo-held-out"] == 50);
+  for (const char* kind : {"pinyin", "alias", "translation", "near-miss"}) CHECK(per_kind[kind] == 50);
+  CHECK(per_kind["description"] == 20);
+  CHECK(texts.size() == data.rows.size());
+}
