@@ -118,6 +118,7 @@ class Generator {
     const SynthOptions& o = options_;
     if (o.readings)
       for (const Text& p : phrases_) {
+        // The reading given, or else every reading the table has.
         std::vector<std::vector<std::string>> syllables;
         if (!reading_.empty() && p.size() == reading_.size())
           for (const std::string& s : reading_) syllables.push_back({s});
@@ -229,6 +230,15 @@ class Generator {
     return piece;
   }
 
+  Text alias_part(Rng& rng) const {
+    const Text& a = aliases_[rng.below(aliases_.size())];
+    const bool keep_start = rng.below(2);
+    if (!has_latin(a)) return keep_start ? Text(a.begin(), a.end() - 1) : Text(a.begin() + 1, a.end());
+    const auto space = keep_start ? std::find(a.rbegin(), a.rend(), U' ').base() : std::find(a.begin(), a.end(), U' ');
+    if (space == a.begin() || space == a.end()) return keep_start ? Text(a.begin(), a.end() - 1) : Text(a.begin() + 1, a.end());
+    return keep_start ? Text(a.begin(), space - 1) : Text(space + 1, a.end());
+  }
+
   bool sounds_alike(std::size_t phrase_index, std::size_t at, char32_t c) const {
     return phrase_index < sounds_.size() && sounds_[phrase_index]->sounds_like(at, c);
   }
@@ -279,6 +289,9 @@ class Generator {
         return insert_at(base, any, p);
       }
       case Kind::NegPartial: {
+        // With aliases, a third of the time an alias cut short: its first or
+        // last word (jumps over the wall) or character (福寿) left out.
+        if (!aliases_.empty() && rng.below(3) == 0) return insert_at(base, any, alias_part(rng));
         const Text& p = phrase(rng);
         std::size_t len = p.size() - 1, start = rng.below(2);  // 佛跳 or 跳墙
         return insert_at(base, any, Text(p.begin() + static_cast<std::ptrdiff_t>(start),
