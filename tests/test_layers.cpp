@@ -143,7 +143,7 @@ TEST_CASE("attention backward matches finite differences, weights kept or recomp
                  {p + 4 * c * c + 3 * c, q + 4 * c * c + 3 * c, c, 1}};
   attn.heads = heads;
   // The weights kept from forward, or recomputed in backward.
-  attn.kept_weights = GENERATE(kKeptWeights, Index(0));
+  attn.kept_weights = GENERATE(Index(kKeptWeights), Index(0));  // values, not a reference to the constant
   INFO("kept_weights " << attn.kept_weights);
   // sequence 0 is full, sequence 1 has two [PAD] keys at the end
   std::vector<std::uint8_t> valid{1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
