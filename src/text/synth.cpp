@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <string_view>
 #include <unordered_map>
 
 #include "zibert/text/dataset.hpp"
@@ -11,20 +12,21 @@
 #include "zibert/text/mentions.hpp"
 #include "zibert/text/sound_alike.hpp"
 #include "zibert/text/tokenizer.hpp"
+#include "synth_pieces.hpp"
 
 namespace zibert {
 namespace {
 
 using Text = std::vector<char32_t>;
+using synth_pieces::has_latin;
+using synth_pieces::insert_at;
+using synth_pieces::is_final_punct;
+using synth_pieces::kQuoteMarks;
+using synth_pieces::quoted;
+using synth_pieces::spaced_apart;
 
-Text insert_at(const Text& base, std::size_t at, const Text& piece) {
-  Text out(base.begin(), base.begin() + static_cast<std::ptrdiff_t>(at));
-  out.insert(out.end(), piece.begin(), piece.end());
-  out.insert(out.end(), base.begin() + static_cast<std::ptrdiff_t>(at), base.end());
-  return out;
-}
-
-bool is_final_punct(char32_t c) { return c == U'。' || c == U'！' || c == U'？' || c == U'.' || c == U'!' || c == U'?'; }
+// Stand-ins for neg-substituted when the sentence has no Chinese character to lend.
+constexpr std::u32string_view kCommonChars = U"的一是了不在人有我他这个们中来上大为和国地到以说时要就出会可也你对生";
 
 enum class Kind { PosStart, PosMiddle, PosEnd, PosQuoted, PosSpaced, PosDish, PosHomophone, PosNearHomophone,
                   PosPinyin, PosAlias, NegPermutation, NegPartial, NegSubstituted, NegScattered, NegNearMiss,
@@ -61,10 +63,6 @@ constexpr std::array<KindInfo, 19> kKinds{{{Kind::PosStart, "pos-start", 1.0},
                                            {Kind::NegPartialHomophone, "neg-partial-homophone", 0.0},
                                            {Kind::NegPartialPinyin, "neg-partial-pinyin", 0.0},
                                            {Kind::NegPlain, "neg-plain", 0.5}}};
-
-bool has_latin(const Text& t) {
-  return std::any_of(t.begin(), t.end(), [](char32_t c) { return (c | 32) >= U'a' && (c | 32) <= U'z'; });
-}
 
 // Every name that counts as the phrase: the phrase, its variants, the aliases.
 std::vector<std::string> names(const SynthOptions& o) {
@@ -210,33 +208,9 @@ class Generator {
     return base.size() < 2 ? base.size() : 1 + rng.below(base.size() - 1);
   }
 
-  // The piece in quotation marks: “”, 「」 or 《》 (mark 0, 1, 2).
-  static constexpr std::size_t kQuoteMarks = 3;
-  static Text quoted(const Text& p, std::size_t mark) {
-    static const std::array<std::pair<char32_t, char32_t>, kQuoteMarks> kQuotes{
-        {{U'\u201C', U'\u201D'}, {U'\u300C', U'\u300D'}, {U'\u300A', U'\u300B'}}};
-    auto q = kQuotes[mark];
-    Text piece{q.first};
-    piece.insert(piece.end(), p.begin(), p.end());
-    piece.push_back(q.second);
-    return piece;
-  }
-
-  // Latin letters among Chinese ones: a space before, after, both or neither.
-  static Text spaced_apart(Text piece, Rng& rng) {
-    const auto where = rng.below(4);
-    if (where & 1) piece.insert(piece.begin(), U' ');
-    if (where & 2) piece.push_back(U' ');
-    return piece;
-  }
-
   Text alias_part(Rng& rng) const {
     const Text& a = aliases_[rng.below(aliases_.size())];
-    const bool keep_start = rng.below(2);
-    if (!has_latin(a)) return keep_start ? Text(a.begin(), a.end() - 1) : Text(a.begin() + 1, a.end());
-    const auto space = keep_start ? std::find(a.rbegin(), a.rend(), U' ').base() : std::find(a.begin(), a.end(), U' ');
-    if (space == a.begin() || space == a.end()) return keep_start ? Text(a.begin(), a.end() - 1) : Text(a.begin() + 1, a.end());
-    return keep_start ? Text(a.begin(), space - 1) : Text(space + 1, a.end());
+    return synth_pieces::shortened(a, rng.below(2));
   }
 
   bool sounds_alike(std::size_t phrase_index, std::size_t at, char32_t c) const {
@@ -264,12 +238,7 @@ class Generator {
           all.insert(all.end(), separators_.begin(), separators_.end());
           return all[rng.below(all.size())];
         }();
-        Text piece;
-        for (char32_t c : phrase(rng)) {
-          if (!piece.empty()) piece.insert(piece.end(), sep.begin(), sep.end());
-          piece.push_back(c);
-        }
-        return insert_at(base, any, piece);
+        return insert_at(base, any, synth_pieces::joined(phrase(rng), sep));
       }
       case Kind::PosDish: {
         if (dishes_.empty()) return insert_at(base, any, phrase(rng));
@@ -281,12 +250,7 @@ class Generator {
         return insert_at(base, any, piece);
       }
       case Kind::NegPermutation: {
-        Text p = phrase(rng);
-        Text original = p;
-        do {  // a random permutation other than the phrase itself
-          for (std::size_t i = p.size(); i > 1; --i) std::swap(p[i - 1], p[rng.below(i)]);
-        } while (p == original);
-        return insert_at(base, any, p);
+        return insert_at(base, any, synth_pieces::permuted(phrase(rng), rng));
       }
       case Kind::NegPartial: {
         // With aliases, a third of the time an alias cut short: its first or
@@ -307,7 +271,7 @@ class Generator {
         Text candidates;
         for (char32_t c : base)
           if (c >= 0x4E00 && c <= 0x9FFF && std::find(p.begin(), p.end(), c) == p.end()) candidates.push_back(c);
-        if (candidates.empty()) candidates = utf8_decode("的一是了不在人有我他这个们中来上大为和国地到以说时要就出会可也你对生");
+        if (candidates.empty()) candidates = Text(kCommonChars.begin(), kCommonChars.end());
         const char32_t pick = candidates[rng.below(candidates.size())];
         const std::size_t at = rng.below(p.size());
         p[at] = pick;
@@ -316,32 +280,16 @@ class Generator {
           for (char32_t c : candidates)
             if (!sounds_alike(pi, at, c)) unlike.push_back(c);
           if (unlike.empty())
-            for (char32_t c : utf8_decode("的一是了不在人有我他这个们中来上大为和国地到以说时要就出会可也你对生"))
+            for (char32_t c : kCommonChars)
               if (!sounds_alike(pi, at, c) && std::find(p.begin(), p.end(), c) == p.end()) unlike.push_back(c);
           p[at] = unlike[rng.below(unlike.size())];
         }
         return insert_at(base, any, p);
       }
       case Kind::NegScattered: {
-        // The characters in order at distinct gaps of the base sentence, so
-        // at least one base character stands between each pair.
         const Text& p = phrase(rng);
         if (base.size() + 1 < p.size()) return insert_at(base, any, Text{p[0]});
-        std::vector<std::size_t> gaps(base.size() + 1);
-        for (std::size_t i = 0; i < gaps.size(); ++i) gaps[i] = i;
-        seeded_shuffle(gaps, rng.next());
-        gaps.resize(p.size());
-        std::sort(gaps.begin(), gaps.end());
-        Text out;
-        std::size_t prev = 0;
-        for (std::size_t i = 0; i < p.size(); ++i) {
-          out.insert(out.end(), base.begin() + static_cast<std::ptrdiff_t>(prev),
-                     base.begin() + static_cast<std::ptrdiff_t>(gaps[i]));
-          out.push_back(p[i]);
-          prev = gaps[i];
-        }
-        out.insert(out.end(), base.begin() + static_cast<std::ptrdiff_t>(prev), base.end());
-        return out;
+        return synth_pieces::scattered(base, p, rng);
       }
       case Kind::PosHomophone:
       case Kind::PosNearHomophone: {
@@ -361,28 +309,16 @@ class Generator {
       }
       case Kind::PosAlias: {
         // As the phrase is used: plain, quoted or spaced; a Latin name's case varied.
-        Text a = aliases_[rng.below(aliases_.size())];
+        const Text& a = aliases_[rng.below(aliases_.size())];
         if (has_latin(a)) {
-          const auto style = rng.below(4);  // as given, lower, UPPER, Title Case
-          bool word_start = true;
-          for (char32_t& c : a) {
-            const bool letter = (c | 32) >= U'a' && (c | 32) <= U'z';
-            if (letter && (style == 2 || (style == 3 && word_start))) c &= ~char32_t(32);
-            else if (letter && (style == 1 || style == 3)) c |= 32;
-            word_start = !letter && c != U'\'';
-          }
-          return insert_at(base, any, spaced_apart(a, rng));
+          const int style = static_cast<int>(rng.below(4));  // as given, lower, UPPER, Title Case
+          return insert_at(base, any, spaced_apart(synth_pieces::latin_case(a, style), rng));
         }
         switch (rng.below(3)) {
           case 0: return insert_at(base, any, quoted(a, rng.below(kQuoteMarks)));
           case 1: {
-            Text piece;
-            const char32_t sep = rng.below(2) ? U' ' : U'\u00B7';
-            for (char32_t c : a) {
-              if (!piece.empty()) piece.push_back(sep);
-              piece.push_back(c);
-            }
-            return insert_at(base, any, piece);
+            const Text sep{rng.below(2) ? U' ' : U'\u00B7'};
+            return insert_at(base, any, synth_pieces::joined(a, sep));
           }
           default: return insert_at(base, any, a);
         }
