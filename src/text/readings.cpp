@@ -46,8 +46,8 @@ std::string toneless_syllable(std::string_view pinyin) {
     return "";
   }
   while (!cps.empty() && cps.back() >= U'1' && cps.back() <= U'5') cps.pop_back();  // qiang2
+  // ü is stored as "ü": from u with a diaeresis, or from v, as keyboards type it (no syllable has a v).
   std::string out;
-  bool after_u = false;
   for (char32_t c : cps) {
     utf8proc_int32_t parts[4];
     int options = 0;
@@ -56,22 +56,18 @@ std::string toneless_syllable(std::string_view pinyin) {
     if (n < 1 || n > 4) return "";
     for (utf8proc_ssize_t i = 0; i < n; ++i) {
       char32_t p = static_cast<char32_t>(parts[i]);
-      if (p == 0x0308 && after_u) {  // u + diaeresis: ü
+      if (p == 0x0308 && !out.empty() && out.back() == 'u') {
         out.back() = 'v';
-        after_u = false;
         continue;
       }
       if (p >= 0x0300 && p <= 0x036F) continue;  // a tone mark (or ê's circumflex)
       if (p >= U'A' && p <= U'Z') p += 32;
       if (p < U'a' || p > U'z') return "";
       out.push_back(static_cast<char>(p));
-      after_u = p == U'u';
     }
   }
-  // ü is stored as "ü"; "v" is how keyboards type it, and no syllable has a v.
-  std::string result;
-  for (char ch : out) result += ch == 'v' ? std::string("\u00FC") : std::string(1, ch);
-  return result;
+  const std::size_t v = out.find('v');
+  return v == std::string::npos ? out : out.replace(v, 1, "\u00FC");
 }
 
 std::vector<std::string> near_syllables(const std::string& s) {
@@ -99,9 +95,9 @@ std::vector<std::string> near_syllables(const std::string& s) {
 
 Readings Readings::load(const std::string& path) { return parse(read_file_decompressed(path), path); }
 
-Readings Readings::parse(std::string_view text, const std::string& name) {
+Readings Readings::parse(std::string text, const std::string& name) {
   Readings r;
-  LineSource src = LineSource::from_bytes(std::string(text), name);
+  LineSource src = LineSource::from_bytes(std::move(text), name);
   std::string line;
   std::int64_t n = 0;
   while (src.next(line)) {

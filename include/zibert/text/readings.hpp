@@ -32,7 +32,7 @@ class Readings {
   // file and line of a malformed reading, or when no reading is found.
   static Readings load(const std::string& path);
   // The same from the table's text in memory; name is for messages.
-  static Readings parse(std::string_view text, const std::string& name);
+  static Readings parse(std::string text, const std::string& name);
 
   // Adds a reading (toneless, as toneless_syllable gives); no-op when known.
   void add(char32_t c, const std::string& syllable);
