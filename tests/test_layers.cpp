@@ -376,3 +376,47 @@ TEST_CASE("cross-entropy on rows of no label (train --outliers): the uniform tar
     for (Index b : {1, 3}) CHECK(std::abs(d.row(b).sum()) < 1e-15);  // p − 1/K sums to zero
   }
 }
+
+TEST_CASE("distillation loss: T²·KL to the teacher plus α·cross-entropy on gold rows, by hand, and backward against "
+          "finite differences", "[layers][gradcheck][distill]") {
+  M logits = uniform_matrix(4, 3, 41, -3, 3);
+  SoftTargets soft;
+  soft.probs = {0.7f, 0.2f, 0.1f, 0.05f, 0.05f, 0.9f, 1.0f, 0.0f, 0.0f, 0.3f, 0.3f, 0.4f};
+  std::vector<std::int32_t> labels{0, kNoGold, 1, kNoGold};
+  M probs(4, 3);
+  for (const auto& [t, alpha] : {std::pair{1.0, 0.0}, std::pair{2.0, 0.5}, std::pair{4.0, 1.0}}) {
+    INFO("temperature " << t << ", alpha " << alpha);
+    soft.temperature = t;
+    soft.alpha = alpha;
+    auto loss = [&] { return distillation_forward<double>(logits, soft, labels.data(), probs); };
+    const double l = loss();
+    double expect = 0;
+    for (Index b = 0; b < 4; ++b) {
+      const Eigen::RowVectorXd zt = logits.row(b) / t;
+      const double lse_t = std::log(zt.array().exp().sum()), lse = std::log(logits.row(b).array().exp().sum());
+      for (Index c = 0; c < 3; ++c) {
+        const double p = soft.probs[static_cast<std::size_t>(b * 3 + c)];
+        if (p > 0) expect += t * t * p * (std::log(p) - (zt(c) - lse_t));
+      }
+      if (labels[b] != kNoGold) expect -= alpha * (logits(b, labels[b]) - lse);
+    }
+    CHECK(l == Approx(expect / 4).epsilon(1e-12));
+    CHECK(probs.row(0).sum() == Approx(1.0));
+    M d(4, 3);
+    distillation_backward<double>(logits, soft, labels.data(), probs, d);
+    auto num = numeric_gradient(logits.data(), static_cast<std::size_t>(logits.size()), loss);
+    CHECK(relative_error(d.data(), num.data(), num.size()) <= kTol);
+  }
+  // A student that matches the teacher at temperature 1, with no gold rows, has loss 0 and no gradient.
+  M matched(1, 3);
+  matched << std::log(0.7), std::log(0.2), std::log(0.1);
+  SoftTargets same{{0.7f, 0.2f, 0.1f}, 1.0, 0.5};
+  const std::int32_t none = kNoGold;
+  M p1(1, 3), d1(1, 3);
+  CHECK(std::abs(distillation_forward<double>(matched, same, &none, p1)) < 1e-7);
+  distillation_backward<double>(matched, same, &none, p1, d1);
+  CHECK(d1.cwiseAbs().maxCoeff() < 1e-7);
+  SoftTargets short_targets{{0.5f, 0.5f}, 2.0, 0.5};
+  CHECK_THROWS_WITH(distillation_forward<double>(matched, short_targets, &none, p1),
+                    Catch::Contains("B×K soft targets"));
+}

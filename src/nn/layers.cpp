@@ -251,6 +251,65 @@ void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* tar
     for (Index j = 0; j < k; ++j) dlogits(b, j) = (probs(b, j) - T(targets[b * k + j] ? 1 : 0)) * inv_b;
 }
 
+namespace {
+// Row b of softmax(z/T) into q (K), and its log into logq.
+template <class T>
+void tempered_row(const CRef<T>& logits, Index b, T temperature, T* q, T* logq) {
+  const Index k = logits.cols();
+  T m = logits(b, 0);
+  for (Index j = 1; j < k; ++j) m = std::max(m, logits(b, j));
+  T sum = 0;
+  for (Index j = 0; j < k; ++j) sum += q[j] = std::exp((logits(b, j) - m) / temperature);
+  const T log_sum = std::log(sum);
+  for (Index j = 0; j < k; ++j) {
+    q[j] /= sum;
+    logq[j] = (logits(b, j) - m) / temperature - log_sum;
+  }
+}
+}  // namespace
+
+template <class T>
+T distillation_forward(const CRef<T>& logits, const SoftTargets& soft, const std::int32_t* labels, Ref<T> probs) {
+  const Index rows = logits.rows(), k = logits.cols();
+  if (soft.probs.size() != static_cast<std::size_t>(rows * k)) throw Error("a distillation batch needs B×K soft targets");
+  const T t = T(soft.temperature), alpha = T(soft.alpha);
+  probs = logits;
+  softmax_rows<T>(probs);
+  std::vector<T> q(static_cast<std::size_t>(k)), logq(q.size());
+  T loss = 0;
+  for (Index b = 0; b < rows; ++b) {
+    tempered_row<T>(logits, b, t, q.data(), logq.data());
+    T kl = 0;
+    for (Index j = 0; j < k; ++j) {
+      const T p = T(soft.probs[static_cast<std::size_t>(b * k + j)]);
+      if (p > 0) kl += p * (std::log(p) - logq[static_cast<std::size_t>(j)]);
+    }
+    loss += t * t * kl;
+    if (labels[b] != kNoGold) {
+      tempered_row<T>(logits, b, T(1), q.data(), logq.data());
+      loss -= alpha * logq[static_cast<std::size_t>(labels[b])];
+    }
+  }
+  return loss / T(rows);
+}
+
+template <class T>
+void distillation_backward(const CRef<T>& logits, const SoftTargets& soft, const std::int32_t* labels,
+                           const CRef<T>& probs, Ref<T> dlogits) {
+  const Index rows = logits.rows(), k = logits.cols();
+  const T t = T(soft.temperature), alpha = T(soft.alpha), inv_b = T(1) / T(rows);
+  std::vector<T> q(static_cast<std::size_t>(k)), logq(q.size());
+  for (Index b = 0; b < rows; ++b) {
+    tempered_row<T>(logits, b, t, q.data(), logq.data());
+    for (Index j = 0; j < k; ++j)
+      dlogits(b, j) = t * (q[static_cast<std::size_t>(j)] - T(soft.probs[static_cast<std::size_t>(b * k + j)])) * inv_b;
+    if (labels[b] != kNoGold) {
+      dlogits.row(b) += alpha * inv_b * probs.row(b);
+      dlogits(b, labels[b]) -= alpha * inv_b;
+    }
+  }
+}
+
 #define ZIBERT_INSTANTIATE(T)                                                                   \
   template struct Linear<T>;                                                                    \
   template struct LayerNorm<T>;                                                                 \
@@ -261,7 +320,9 @@ void binary_cross_entropy_backward(const CRef<T>& probs, const std::uint8_t* tar
   template void cross_entropy_backward<T>(const CRef<T>&, const std::int32_t*, Ref<T>, double); \
   template void sigmoid<T>(Ref<T>);                                                             \
   template T binary_cross_entropy_forward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);      \
-  template void binary_cross_entropy_backward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);
+  template void binary_cross_entropy_backward<T>(const CRef<T>&, const std::uint8_t*, Ref<T>);              \
+  template T distillation_forward<T>(const CRef<T>&, const SoftTargets&, const std::int32_t*, Ref<T>);      \
+  template void distillation_backward<T>(const CRef<T>&, const SoftTargets&, const std::int32_t*, const CRef<T>&, Ref<T>);
 ZIBERT_INSTANTIATE(ZIBERT_REAL)
 #undef ZIBERT_INSTANTIATE
 

@@ -91,6 +91,25 @@ T cross_entropy_forward(const CRef<T>& logits /*(B,K)*/, const std::int32_t* lab
 template <class T>
 void cross_entropy_backward(const CRef<T>& probs, const std::int32_t* labels, Ref<T> dlogits, double smoothing = 0);
 
+// Knowledge distillation (Hinton et al. 2015): a teacher's distribution
+// p (B, K) at temperature T, the student's q_T = softmax(z/T), and where a
+// row has a gold label, α times its cross-entropy at temperature 1:
+//   loss = mean over rows of T²·KL(p ‖ q_T) + α·[gold]·(−log softmax(z)_gold).
+// The T² keeps the soft part's gradient on the scale of the hard one's. A
+// row of no gold label carries kNoGold. probs gets softmax(z).
+inline constexpr std::int32_t kNoGold = -2;
+struct SoftTargets {
+  std::vector<float> probs;  // (B*K) the teacher's p at the temperature, row-major
+  double temperature = 1, alpha = 0;
+};
+template <class T>
+T distillation_forward(const CRef<T>& logits /*(B,K)*/, const SoftTargets& soft, const std::int32_t* labels,
+                       Ref<T> probs /*(B,K)*/);
+// Differentiates it: dlogits = (T·(q_T − p) + α·[gold]·(softmax(z) − onehot)) / B.
+template <class T>
+void distillation_backward(const CRef<T>& logits, const SoftTargets& soft, const std::int32_t* labels,
+                           const CRef<T>& probs, Ref<T> dlogits);
+
 // Binary cross-entropy of one sigmoid per label, summed over the K labels and
 // averaged over the B rows (a multi-label head): probs = σ(logits), targets
 // (B*K) are 0 or 1, row-major. Computed from the logits, stable for any size.
