@@ -168,11 +168,12 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-void interrupt_and_resume(const std::string& train_args, const std::string& checkpoint, int step) {
-  RunResult stopped = run_zibert("train " + train_args + " --checkpoint " + checkpoint + " --interrupt-at-step " +
+void interrupt_and_resume(const std::string& args, const std::string& checkpoint, int step,
+                          const std::string& command) {
+  RunResult stopped = run_zibert(command + " " + args + " --checkpoint " + checkpoint + " --interrupt-at-step " +
                                  std::to_string(step));
   CHECK(stopped.status != 0);
-  RunResult resumed = run_zibert("train -q --resume " + checkpoint);
+  RunResult resumed = run_zibert(command + " -q --resume " + checkpoint);
   INFO(resumed.err);
   REQUIRE(resumed.status == 0);
 }

@@ -71,9 +71,10 @@ std::string write_demo_texts(const std::string& dir);
 // the same label on every line (Catch checks). b's output.
 std::string classify_same_labels(const std::string& a, const std::string& b, const std::string& texts);
 
-// Runs `zibert train ARGS --checkpoint CHECKPOINT --interrupt-at-step STEP`
-// (ARGS include --out), which must stop, then `zibert train --resume
+// Runs `zibert COMMAND ARGS --checkpoint CHECKPOINT --interrupt-at-step STEP`
+// (ARGS include --out), which must stop, then `zibert COMMAND --resume
 // CHECKPOINT`, which must succeed (Catch checks both).
-void interrupt_and_resume(const std::string& train_args, const std::string& checkpoint, int step);
+void interrupt_and_resume(const std::string& args, const std::string& checkpoint, int step,
+                          const std::string& command = "train");
 
 }  // namespace zibert::test

@@ -132,9 +132,10 @@ def scratch_folder(source):
     write("traditional.txt", "佛跳牆要提前一天預訂。\n這家店的湯很好喝。\n我們明天去吃飯。\n")
     write("variants.tsv", "仏\t佛\n")
     write("sentences.txt", "".join(t + "\n" for t in texts))
+    write("unlabelled.txt", "".join(t + "\n" for t in texts))
     # A Hugging Face checkpoint directory, as zibert import's examples read one (rbt3/).
     shutil.copytree(os.path.join(source, "tests", "data", "hf", "pretraining-bin"), os.path.join(work, "rbt3"))
-    for name in ("model.safetensors", "old.safetensors"):
+    for name in ("model.safetensors", "old.safetensors", "big.safetensors"):
         shutil.copy(os.path.join(source, "models", "fotiaoqiang.safetensors"), os.path.join(work, name))
     return work
 

@@ -77,7 +77,7 @@ TEST_CASE("usage and file errors exit 2 with one error line", "[cli]") {
       {"classify -m /nonexistent/m.safetensors", "zibert: error: /nonexistent/m.safetensors: No such file"},
       {"classify --bogus", "zibert: error: The following argument was not expected: --bogus"},
       {"classify --threshold 2 -m " + tiny_model_path(), "zibert: error: --threshold: Value 2 not in range"},
-      {"frobnicate", "zibert: error: unknown command 'frobnicate' (commands: train, pretrain, classify, embed, tokenize, fill-mask, eval, info, import, export, quantize, calibrate, variants, synth, explain, plot, bench)"},
+      {"frobnicate", "zibert: error: unknown command 'frobnicate' (commands: train, pretrain, distill, classify, embed, tokenize, fill-mask, eval, info, import, export, quantize, calibrate, variants, synth, explain, plot, bench)"},
       {"train --data /nonexistent.tsv --out x.safetensors", "zibert: error: --data: File does not exist"},
   }));
   INFO(c.args);

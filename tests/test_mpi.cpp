@@ -93,7 +93,7 @@ TEST_CASE("ranks that disagree are refused, other commands too, and a killed or 
   CHECK_THAT(r.err, Catch::Contains("rank 1's zibert binary differs from rank 0's"));
   r = run_shell(kMpirun + "-np 2 " + kZ + " info");
   CHECK(r.status != 0);
-  CHECK_THAT(r.err, Catch::Contains("only train and pretrain run over MPI"));
+  CHECK_THAT(r.err, Catch::Contains("only train, pretrain and distill run over MPI"));
   SECTION("rank 1 cannot read the data, or reads other bytes: the job ends at once, naming rank 1 and the cause") {
     // Same command line, other working directories: rank 1's train.tsv is missing, then different.
     REQUIRE(run_shell("mkdir " + dir + "/a " + dir + "/b " + dir + "/c && cp " + data + " " + dir + "/a/ && cp " +

@@ -8,6 +8,10 @@
 
 namespace zibert {
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::string format_duration(double seconds) {
   long s = static_cast<long>(seconds + 0.5);
   char buf[32];

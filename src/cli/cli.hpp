@@ -54,6 +54,7 @@ CLI::Option* add_line_offset_option(CLI::App& app, std::int64_t& offset);
 using Runner = std::function<int()>;
 Runner setup_train(CLI::App& app);
 Runner setup_pretrain(CLI::App& app);
+Runner setup_distill(CLI::App& app);
 Runner setup_classify(CLI::App& app);
 Runner setup_eval(CLI::App& app);
 Runner setup_info(CLI::App& app);

@@ -94,6 +94,15 @@ int run_info(const InfoCli& o) {
   if (t.contains("train_examples")) {
     std::printf("trained on  %s: %lld examples, dev %s: %lld examples\n", t.value("data", "?").c_str(),
                 t.value("train_examples", 0LL), t.value("dev", "?").c_str(), t.value("dev_examples", 0LL));
+    if (t.contains("distillation") && t["distillation"].is_object()) {
+      const nlohmann::json& d = t["distillation"];
+      std::string teachers;
+      for (const auto& name : d.value("teachers", nlohmann::json::array()))
+        teachers += (teachers.empty() ? "" : ", ") + name.get<std::string>();
+      std::printf("distilled   from %s (temperature %g, alpha %g); %lld texts, %lld of them with gold labels\n",
+                  teachers.c_str(), d.value("temperature", 0.0), d.value("alpha", 0.0), d.value("texts", 0LL),
+                  d.value("gold_texts", 0LL));
+    }
     if (t.contains("outliers"))
       std::printf("outliers    %lld texts of no label (--outliers), trained towards the uniform distribution\n",
                   t.value("outliers", 0LL));

@@ -92,8 +92,8 @@ void resume_excludes_others(CLI::App& app, CLI::Option* resume) {
 void check_ranks_agree(int argc, char** argv) {
   const World& world = World::get();
   const std::string cmd = argc > 1 ? argv[1] : "";
-  if (cmd != "train" && cmd != "pretrain")
-    throw Error("only train and pretrain run over MPI ranks; run '" + cmd + "' as one process (or fan it out with "
+  if (cmd != "train" && cmd != "pretrain" && cmd != "distill")
+    throw Error("only train, pretrain and distill run over MPI ranks; run '" + cmd + "' as one process (or fan it out with "
                 "parallel --pipe: docs/howto/scale-out.md)");
   std::string line;
   for (int i = 1; i < argc; ++i) line += std::string(i > 1 ? " " : "") + argv[i];

@@ -1,6 +1,7 @@
 #include "zibert/infer/predictor.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "zibert/infer/fast_forward.hpp"
 
@@ -22,18 +23,57 @@ std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_
   return predict_ids(ids);
 }
 
-std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std::int32_t>>& texts) {
+WindowPlan Predictor::run_windows(const std::vector<std::vector<std::int32_t>>& texts, std::vector<float>& probs,
+                                  std::vector<float>* logits) {
   const std::size_t k = model_.classifier.labels.size();
-  const WindowPlan plan = plan_windows(texts, model_.config.max_len, model_.tokenizer.specials());
+  WindowPlan plan = plan_windows(texts, model_.config.max_len, model_.tokenizer.specials());
   if (tables_)
     for (const Window& w : plan.windows) tabulate(model_.net, *tables_, w.ids.data(), w.ids.size());
   padded_tokens_ = plan.padded_tokens;
-  std::vector<float> window_probs(plan.windows.size() * k);  // (windows, K)
-  predict_batches<float>(model_.net, plan.passes, caches_, [&](std::size_t b, const CMatMap<float>& probs) {
+  probs.assign(plan.windows.size() * k, 0.0f);  // (windows, K)
+  if (logits) logits->assign(plan.windows.size() * k, 0.0f);
+  const LinearProducts<float>& products = int8_ ? *int8_ : float_products<float>();
+  for_each_batch<float>(plan.passes.size(), caches_, [&](std::size_t b, InferenceCache<float>& cache) {
+    const CMatMap<float> p = infer_forward(model_.net, plan.passes[b], cache, tables_.get(), products);
     for (std::size_t r = 0; r < plan.members[b].size(); ++r)
-      for (std::size_t c = 0; c < k; ++c) window_probs[plan.members[b][r] * k + c] = probs(static_cast<Index>(r), c);
-  }, tables_.get(), int8_ ? *int8_ : float_products<float>());
+      for (std::size_t c = 0; c < k; ++c) {
+        const std::size_t at = plan.members[b][r] * k + c;
+        probs[at] = p(static_cast<Index>(r), static_cast<Index>(c));
+        if (logits) (*logits)[at] = cache.logits.data[r * k + c];
+      }
+  });
+  return plan;
+}
+
+std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std::int32_t>>& texts) {
+  std::vector<float> window_probs;
+  const WindowPlan plan = run_windows(texts, window_probs, nullptr);
   return combine(plan.windows, window_probs, texts.size());
+}
+
+std::vector<float> Predictor::logits(const std::vector<std::vector<std::int32_t>>& texts) {
+  if (multi_label()) throw Error("logits: a multi-label model's sigmoids have no softmax logits");
+  const std::size_t k = model_.classifier.labels.size();
+  std::vector<float> window_probs, window_logits;
+  const WindowPlan plan = run_windows(texts, window_probs, &window_logits);
+  std::vector<std::size_t> windows(texts.size(), 0), last(texts.size(), 0);
+  for (std::size_t w = 0; w < plan.windows.size(); ++w) ++windows[plan.windows[w].text], last[plan.windows[w].text] = w;
+  std::vector<float> out(texts.size() * k);
+  std::vector<Prediction> combined;
+  for (std::size_t t = 0; t < texts.size(); ++t) {
+    if (windows[t] == 1) {
+      std::copy_n(&window_logits[last[t] * k], k, &out[t * k]);
+      continue;
+    }
+    if (combined.empty()) {  // the raw probabilities, windows combined as the model says
+      const bool raw = raw_;
+      raw_ = true;
+      combined = combine(plan.windows, window_probs, texts.size());
+      raw_ = raw;
+    }
+    for (std::size_t c = 0; c < k; ++c) out[t * k + c] = std::log(std::max(combined[t].probs[c], 1e-30f));
+  }
+  return out;
 }
 
 std::int32_t Predictor::decide(const float* probs) const {

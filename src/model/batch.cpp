@@ -42,6 +42,14 @@ void Batch::part_into(Index from, Index count, Batch& out, bool with_labels) con
   } else {
     out.targets.clear();
   }
+  out.soft.temperature = soft.temperature;
+  out.soft.alpha = soft.alpha;
+  if (with_labels && !soft.probs.empty()) {
+    const std::size_t k = soft.probs.size() / static_cast<std::size_t>(size);
+    out.soft.probs.assign(soft.probs.begin() + from * k, soft.probs.begin() + (from + count) * k);
+  } else {
+    out.soft.probs.clear();
+  }
 }
 
 std::vector<std::int32_t> with_specials(const std::vector<std::int32_t>& ids, std::int64_t max_len,

@@ -285,6 +285,11 @@ T Bert<T>::head_forward(const Batch& batch, const DropoutRng* rng, ModelCache<T>
     label_probabilities<T>(config_, probs);
     return T(0);
   }
+  if (!batch.soft.probs.empty()) {  // distillation: the teacher's distribution, and gold labels where known
+    for (std::int32_t label : batch.labels)
+      if ((label < 0 && label != kNoGold) || label >= config_.labels) throw Error("label id out of range");
+    return distillation_forward<T>(logits, batch.soft, batch.labels.data(), probs);
+  }
   for (std::int32_t label : batch.labels)
     if ((label < 0 && label != kNoLabel) || label >= config_.labels) throw Error("label id out of range");
   return cross_entropy_forward<T>(logits, batch.labels.data(), probs, batch.label_smoothing);
@@ -297,6 +302,9 @@ void Bert<T>::head_backward(const Batch& batch, ModelCache<T>& cache) const {
   MatMap<T> dlogits = cache.grad_logits.view(b_size, config_.labels);  // (B, K)
   if (config_.multi_label)
     binary_cross_entropy_backward<T>(probs, batch.targets.data(), dlogits);
+  else if (!batch.soft.probs.empty())
+    distillation_backward<T>(MatMap<T>(cache.logits.data.data(), b_size, config_.labels), batch.soft,
+                             batch.labels.data(), probs, dlogits);
   else
     cross_entropy_backward<T>(probs, batch.labels.data(), dlogits, batch.label_smoothing);
   MatMap<T> dpooled = cache.grad_pooled.view(b_size, c);  // (B, C)

@@ -150,10 +150,6 @@ std::string fixed(double v, int decimals) {
 
 }  // namespace
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 double forward_flops(const ModelConfig& c, std::int64_t tokens, LastLayer last_layer, bool tabulated) {
   const double n = double(tokens), dim = double(c.dim), f = double(c.ffn);
   const double qkv = c.tie_qk ? 2 : 3;

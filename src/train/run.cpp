@@ -103,10 +103,6 @@ Model load_init_model(const std::string& path) {
   return model;
 }
 
-namespace {
-
-// Saves the finished model atomically, removes the run's checkpoint, and says
-// what was saved: "saved OUT (best epoch N, METRIC X) in T".
 void save_finished(const std::string& out, const Model& model, const TrainOptions& opt, const char* metric,
                    const char* metric_field, double seconds, Progress& progress) {
   save_model(out, model);
@@ -118,14 +114,7 @@ void save_finished(const std::string& out, const Model& model, const TrainOption
   progress.message(line);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// The options and the checkpoint a run starts from: a resumed run takes its
-// options from the checkpoint, a new one from the request; both then know
-// their thread count (the split over threads shapes the arithmetic).
-std::optional<Checkpoint> start(const RunRequest& r, TrainOptions& opt) {
+std::optional<Checkpoint> start_run(const RunRequest& r, TrainOptions& opt) {
   std::optional<Checkpoint> resume;
   if (!r.resume.empty()) {
     resume = load_checkpoint(r.resume);
@@ -145,10 +134,30 @@ std::optional<Checkpoint> start(const RunRequest& r, TrainOptions& opt) {
   return resume;
 }
 
-// The peak learning rate fine-tuning from an encoder starts with unless --lr
-// says otherwise: lower than training from scratch (1e-3), as BERT recipes
-// are; docs/results/pretraining.md measured it.
-constexpr double kFineTuneLr = 3e-4;
+void calibrate_on_dev(Model& model, const Dataset& dev, Progress& progress) {
+  model.classifier.calibration = calibrate(model, dev);
+  const Calibration& cal = *model.classifier.calibration;
+  char line[256];
+  std::snprintf(line, sizeof line, "calibrated on dev: temperature %.3g; NLL %.4f -> %.4f, ECE %.4f -> %.4f",
+                cal.temperature, cal.before.nll, cal.after.nll, cal.before.ece, cal.after.ece);
+  progress.message(line);
+}
+
+Dataset read_training_data(RunRecord& record, const std::string& data, bool multi_label) {
+  if (data == "-") {
+    std::string bytes = read_stdin();
+    const std::string print = bytes_fingerprint(bytes);
+    if (record.resumed() && print != record.get("data_fingerprint").get<std::string>())
+      throw Error("(standard input): not the data the checkpoint was trained on; --resume needs the same data");
+    record.set("data_fingerprint", print);
+    return parse_dataset(std::move(bytes), "(standard input)", multi_label);
+  }
+  check_same_data(data, record.get("data_fingerprint").get<std::string>());
+  return read_dataset(data, multi_label);
+}
+
+namespace {
+
 // An imported Hugging Face model (training["origin"]) is fine-tuned with the
 // usual BERT recipe instead: its weights came from far more text, and 3e-4
 // would wash them out.
@@ -181,27 +190,12 @@ Model self_pretrain(const TrainRequest& r, const Dataset& train, const Dataset& 
   return pretrain_encoder(texts, texts_of(dev), p, progress, nullptr, nullptr, nullptr, hooks);
 }
 
-// train's labelled data: a file, or standard input read once into memory,
-// its fingerprint recorded (or, resumed, checked) and the same on every rank.
-Dataset read_training_data(RunRecord& record, const std::string& data, bool multi_label) {
-  if (data == "-") {
-    std::string bytes = read_stdin();
-    const std::string print = bytes_fingerprint(bytes);
-    if (record.resumed() && print != record.get("data_fingerprint").get<std::string>())
-      throw Error("(standard input): not the data the checkpoint was trained on; --resume needs the same data");
-    record.set("data_fingerprint", print);
-    return parse_dataset(std::move(bytes), "(standard input)", multi_label);
-  }
-  check_same_data(data, record.get("data_fingerprint").get<std::string>());
-  return read_dataset(data, multi_label);
-}
-
 }  // namespace
 
 RunOutcome train_run(const TrainRequest& request) {
   TrainRequest r = request;
   TrainOptions opt;
-  std::optional<Checkpoint> resume = start(r, opt);
+  std::optional<Checkpoint> resume = start_run(r, opt);
   if (!resume && (r.data.empty() || r.out.empty()))
     throw Error("train needs --data and --out (or --resume CHECKPOINT)");
   // The run's record: what it reads and writes, recorded or taken back.
@@ -214,6 +208,8 @@ RunOutcome train_run(const TrainRequest& request) {
   record.value("no_calibration", r.no_calibration);
   record.paths("outliers", r.outliers);  // their fingerprints once they are read
   if (resume) r.checkpoint = r.resume;
+  if (record.json().value("command", "") == "distill")
+    throw Error(r.resume + ": a checkpoint of zibert distill; continue it with zibert distill --resume");
 
   if (opt.extend_vocab && r.init.empty() && !resume)
     throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the data");
@@ -289,12 +285,7 @@ RunOutcome train_run(const TrainRequest& request) {
     progress.message("multi-label: no temperature is fitted (it calibrates a softmax); the sigmoids' probabilities "
                      "are the model's");
   } else if (!r.no_calibration) {
-    trained->classifier.calibration = calibrate(*trained, dev);
-    const Calibration& cal = *trained->classifier.calibration;
-    char line[256];
-    std::snprintf(line, sizeof line, "calibrated on dev: temperature %.3g; NLL %.4f -> %.4f, ECE %.4f -> %.4f",
-                  cal.temperature, cal.before.nll, cal.after.nll, cal.before.ece, cal.after.ece);
-    progress.message(line);
+    calibrate_on_dev(*trained, dev, progress);
   }
   if (world.leader())
     save_finished(r.out, *trained, opt, multi_label ? "dev micro-F1" : "dev accuracy",
@@ -342,7 +333,7 @@ Vocab vocab_from(const std::string& path) {
 RunOutcome pretrain_run(const PretrainRequest& request) {
   PretrainRequest r = request;
   TrainOptions opt;
-  std::optional<Checkpoint> resume = start(r, opt);
+  std::optional<Checkpoint> resume = start_run(r, opt);
   if (resume && resume->model.config.task != Task::mlm)
     throw Error(r.resume + ": a classifier's checkpoint; continue it with zibert train --resume");
   if (!resume && (r.texts.empty() || r.out.empty()))

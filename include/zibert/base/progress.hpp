@@ -29,6 +29,8 @@ class Progress {
 };
 
 std::string format_duration(double seconds);
+// Seconds since start, on the steady clock: what runs and benchmarks time with.
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 class LineSource;
 

@@ -37,6 +37,11 @@ class Predictor {
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
   // The same for texts already mapped to ids (Tokenizer::encode), without [CLS]/[SEP].
   std::vector<Prediction> predict_ids(const std::vector<std::vector<std::int32_t>>& texts);
+  // A single-label model's logits (n, K), calibration left out: the
+  // network's own for a text that fits one window; for a longer one, the log
+  // of its windows' probabilities combined as the model says (the same
+  // softmax at every temperature).
+  std::vector<float> logits(const std::vector<std::vector<std::int32_t>>& texts);
   bool binary() const { return model_.classifier.binary(); }
   // A calibrated model's probabilities are tempered (model.classifier.calibration),
   // each text's after its windows combine, unless this is set: then they are
@@ -57,6 +62,10 @@ class Predictor {
   std::int64_t padded_tokens() const { return padded_tokens_; }
 
  private:
+  // Runs every window of texts: their probabilities (windows, K), and their
+  // logits when asked.
+  WindowPlan run_windows(const std::vector<std::vector<std::int32_t>>& texts, std::vector<float>& probs,
+                         std::vector<float>* logits);
   std::vector<Prediction> combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
                                   std::size_t n_texts) const;
 

@@ -6,6 +6,7 @@
 
 #include "zibert/text/vocab.hpp"
 
+#include "zibert/nn/layers.hpp"
 #include "zibert/nn/tensor.hpp"
 
 namespace zibert {
@@ -19,6 +20,7 @@ struct Batch {
   std::vector<std::uint8_t> targets; // (B*K) 0/1: a multi-label batch's labels (labels then empty)
   bool labelled() const { return !labels.empty() || !targets.empty(); }
   double label_smoothing = 0;        // ε: a single-label batch's targets are (1 − ε)·onehot + ε/K (train --label-smoothing)
+  SoftTargets soft;                  // a distillation batch's teacher distribution (labels: gold or kNoGold)
   Index first = 0;                   // position of this batch's first example in a larger batch it is part of
   // Sequences [from, from + count) as a batch of their own (their labels, if
   // any and with_labels; first counts from the whole), for splitting over

@@ -91,8 +91,6 @@ double peak_rss_mb();
 bool reset_peak_rss();
 
 BenchResult run_bench(const BenchOptions& options);
-// Seconds since start: what every phase times with.
-double seconds_since(std::chrono::steady_clock::time_point start);
 // Inference as classify runs it: the Predictor over every text of d (by the
 // model's int8 products when it is quantized), in whole passes (at least one,
 // then until options.seconds have passed), after a short untimed one.

@@ -4,6 +4,7 @@
 // SIGTERM, and saving the result. train_run and pretrain_run are zibert
 // train and zibert pretrain, given their options.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -44,9 +45,23 @@ void check_same_data(const std::string& what, const std::string& fingerprint);
 std::vector<Corpus> read_text_files(const std::vector<std::string>& paths, const nlohmann::json* resumed,
                                     std::vector<std::string>& prints);
 
+// Fits a classifier's temperature on dev (train/calibrate.hpp) and says how
+// its NLL and ECE moved.
+void calibrate_on_dev(Model& model, const Dataset& dev, Progress& progress);
+
+// The labelled data of --data: a file, or standard input read once into
+// memory, its fingerprint recorded (or, resumed, checked) under
+// "data_fingerprint" and the same on every rank.
+Dataset read_training_data(RunRecord& record, const std::string& data, bool multi_label);
+
 // The model --init starts from; an int8 one (zibert quantize's) is refused:
 // its weights are rounded, and training needs the float32 model.
 Model load_init_model(const std::string& path);
+
+// The peak learning rate fine-tuning from an encoder starts with unless --lr
+// says otherwise: lower than training from scratch (1e-3), as BERT recipes
+// are; docs/results/pretraining.md measured it.
+inline constexpr double kFineTuneLr = 3e-4;
 
 // What train and pretrain are given: their options, less the command line's own.
 struct RunRequest {
@@ -72,6 +87,15 @@ struct PretrainRequest : RunRequest {
   std::string vocab_from;
 };
 
+struct DistillRequest : RunRequest {
+  std::vector<std::string> teachers;  // classifier files: one, or an ensemble
+  std::vector<std::string> texts;     // unlabelled text files, one text per line
+  std::string data;                   // labelled data (optional): gold labels, and texts too
+  std::string cache;                  // the teachers' logits (default OUT.teacher-logits)
+  double temperature = 2, alpha = 0.5;
+  bool no_calibration = false, min_count_given = false;
+};
+
 // How a run ended: finished and saved, or stopped by a signal (its
 // checkpoint named in stop, unless the stop came where none is kept, which
 // note then says).
@@ -80,10 +104,23 @@ struct RunOutcome {
   std::string note;
 };
 
+// The options and the checkpoint a run starts from: a resumed run takes its
+// options from the checkpoint, a new one from the request; both then know
+// their thread count (the split over threads shapes the arithmetic).
+std::optional<Checkpoint> start_run(const RunRequest& request, TrainOptions& opt);
+
+// Saves the finished model atomically, removes the run's checkpoint, and says
+// what was saved: "saved OUT (best epoch N, METRIC X) in T".
+void save_finished(const std::string& out, const Model& model, const TrainOptions& opt, const char* metric,
+                   const char* metric_field, double seconds, Progress& progress);
+
 // zibert train and zibert pretrain: start or resume the run, train, (for a
 // classifier) calibrate on dev, and save; progress and what was saved go to
 // stderr unless quiet.
 RunOutcome train_run(const TrainRequest& request);
 RunOutcome pretrain_run(const PretrainRequest& request);
+// zibert distill: the teachers label every text once (cached), then the
+// student trains on their soft probabilities and the gold labels.
+RunOutcome distill_run(const DistillRequest& request);
 
 }  // namespace zibert

@@ -32,8 +32,4 @@ Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOpti
 float train_step(Bert<float>& net, AdamW<float>& adam, DataParallel<float>& runner, const Batch& batch,
                  const DropoutRng& rng, double lr);
 
-// The positive label guessed for a binary label set: "1", "true", "yes", "pos"
-// or "positive" if present, else the second in sorted order.
-std::string guess_positive(const std::vector<std::string>& labels);
-
 }  // namespace zibert

@@ -1,0 +1,176 @@
+// zibert distill as a run: what it reads and writes, recorded in its
+// checkpoint; the teachers' labelling, cached next to the output; the
+// student's training, calibration and saving.
+#include <optional>
+
+#include "zibert/base/world.hpp"
+#include "zibert/model/model_file.hpp"
+#include "zibert/nn/layers.hpp"
+#include "zibert/train/distill.hpp"
+#include "zibert/train/run.hpp"
+
+namespace zibert {
+namespace {
+
+std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// The teachers, read whole: each a single-label classifier, their
+// fingerprints recorded (or, resumed, checked).
+std::vector<Teacher> read_teachers(RunRecord& record, std::vector<std::string>& paths) {
+  record.paths("teacher", paths);
+  std::vector<std::string> prints;
+  for (const std::string& path : paths) prints.push_back(file_fingerprint(path));
+  if (record.resumed()) {
+    const nlohmann::json& before = record.get("teacher_fingerprints");
+    for (std::size_t i = 0; i < paths.size(); ++i)
+      if (i >= before.size() || before[i].get<std::string>() != prints[i])
+        throw Error(paths[i] + ": changed since the checkpoint was written; --resume needs the same teachers");
+  }
+  record.set("teacher_fingerprints", prints);
+  std::vector<Teacher> out;
+  for (const std::string& path : paths) {
+    check_same_data(path, prints[out.size()]);
+    out.push_back({path, load_model(path)});
+  }
+  return out;
+}
+
+// The student's tokenizer and max_len, before it exists: a resumed run's,
+// --init's, else a fresh one of the shape flags.
+Tokenizer student_reader(const Checkpoint* resume, const Model* init, const TrainOptions& opt,
+                         std::int64_t& max_len) {
+  const Model* base = resume ? &resume->model : init;
+  max_len = base ? base->config.max_len : opt.shape.max_len;
+  return base ? base->tokenizer : Tokenizer(Vocab(), Normalization{opt.lowercase, false});
+}
+
+}  // namespace
+
+RunOutcome distill_run(const DistillRequest& request) {
+  DistillRequest r = request;
+  TrainOptions opt;
+  std::optional<Checkpoint> resume = start_run(r, opt);
+  if (!resume && (r.teachers.empty() || r.out.empty() || (r.texts.empty() && r.data.empty())))
+    throw Error("distill needs --teacher, --out, and --text or --data (or --resume CHECKPOINT)");
+  RunRecord record(resume ? &*resume : nullptr, r.resume);
+  if (resume && record.json().value("command", "") != "distill")
+    throw Error(r.resume + ": a checkpoint of zibert train or pretrain; continue it with that command's --resume");
+  record.set("command", "distill");
+  record.file("data", "data_fingerprint", r.data, "data");
+  record.file("dev", "dev_fingerprint", r.dev, "data");
+  record.value("holdout", r.holdout);
+  record.path("out", r.out);
+  record.path("log", opt.log_path);
+  record.path("cache", r.cache);
+  record.value("temperature", r.temperature);
+  record.value("alpha", r.alpha);
+  record.value("no_calibration", r.no_calibration);
+  record.paths("text", r.texts);
+  if (resume) r.checkpoint = r.resume;
+  if (r.cache.empty()) r.cache = r.out + ".teacher-logits";
+  if (opt.extend_vocab && r.init.empty() && !resume)
+    throw Error("--extend-vocab extends --init's vocabulary; without --init the vocabulary is built from the texts");
+  if (r.data == "-" && World::get().distributed())
+    throw Error("--data - under mpirun: only rank 0 would read standard input; give every rank the file");
+
+  std::vector<NamedPath> inputs{{"--data", r.data}, {"--dev", r.dev}, {"--init", r.init}};
+  for (const std::string& path : r.teachers) inputs.push_back({"--teacher", path});
+  for (const std::string& path : r.texts) inputs.push_back({"--text", path});
+  prepare_outputs(r.out, r.checkpoint, opt, inputs);
+  if (World::get().leader()) {
+    if (r.cache == r.out || r.cache == opt.checkpoint_path || r.cache == opt.log_path)
+      throw Error(r.cache + ": the teachers' cache needs a path of its own (not --out's, --log's or the checkpoint's)");
+    check_output_path(r.cache);
+    check_not_an_input({"--cache", r.cache}, inputs);
+  }
+  std::vector<Teacher> teachers = read_teachers(record, r.teachers);
+  const std::vector<std::string> labels = teacher_labels(teachers);
+  std::optional<Model> init;
+  if (!r.init.empty()) init = load_init_model(r.init);
+  if (init && init->config.task == Task::classify && init->config.multi_label)
+    throw Error(r.init + ": a multi-label classifier; a distilled student has one softmax over the teachers' labels");
+
+  // The texts: --data's (with their gold labels) and --text's, cut to what the student reads.
+  Dataset data, dev;
+  if (!r.data.empty()) data = read_training_data(record, r.data, false);
+  if (!r.dev.empty())
+    dev = read_dataset(r.dev, false);
+  else if (!r.data.empty())
+    split_holdout(data, dev, r.holdout, opt.seed);
+  else
+    throw Error("distill needs --dev (labelled texts to score the student on) when there is no --data to hold it out of");
+  std::vector<std::string> text_prints;
+  const nlohmann::json resumed_prints = resume ? record.get("text_fingerprints") : nlohmann::json();
+  const std::vector<Corpus> corpora = read_text_files(r.texts, resume ? &resumed_prints : nullptr, text_prints);
+  record.set("text_fingerprints", text_prints);
+  opt.run = record.json();
+  std::int64_t max_len = 0;
+  const Tokenizer reader = student_reader(resume ? &*resume : nullptr, init ? &*init : nullptr, opt, max_len);
+  DistillSet set;
+  for (const std::string& path : r.data.empty() ? r.texts : std::vector<std::string>{r.data})
+    set.name += (set.name.empty() ? "" : " + ") + base_name(path);
+  for (std::size_t i = r.data.empty() ? 1 : 0; i < r.texts.size(); ++i) set.name += " + " + base_name(r.texts[i]);
+  set.labels = labels;
+  set.temperature = r.temperature;
+  set.alpha = r.alpha;
+  for (const Example& ex : data.rows) {
+    const auto at = std::find(labels.begin(), labels.end(), ex.label);
+    if (at == labels.end())
+      throw error_at(data.name, ex.line, "label \"" + ex.label + "\" is not among the teachers' labels");
+    set.texts.push_back(cut_for_student(ex.text, reader, max_len));
+    set.gold.push_back(static_cast<std::int32_t>(at - labels.begin()));
+  }
+  for (const Corpus& corpus : corpora)
+    for (const std::string& line : corpus.lines) {
+      set.texts.push_back(cut_for_student(line, reader, max_len));
+      set.gold.push_back(kNoGold);
+    }
+
+  // The teachers' logits: from the cache when it holds this labelling, else labelled now and cached.
+  Progress progress(r.quiet || !World::get().leader());
+  std::vector<std::string> teacher_prints = record.get("teacher_fingerprints").get<std::vector<std::string>>();
+  const std::string print = labelling_fingerprint(teacher_prints, labels, set.texts);
+  std::optional<TeacherLogits> logits = load_teacher_logits(r.cache, print);
+  if (logits) {
+    progress.message("the teachers' logits for " + std::to_string(set.texts.size()) + " texts from " + r.cache);
+  } else {
+    progress.message("labelling " + std::to_string(set.texts.size()) + " texts with " +
+                     std::to_string(teachers.size()) + (teachers.size() == 1 ? " teacher" : " teachers"));
+    logits = label_with_teachers(teachers, labels, set.texts, !r.quiet && World::get().leader());
+    if (World::get().leader()) save_teacher_logits(r.cache, print, *logits);
+  }
+  // The student's positive label and how its windows combine: the first teacher's, unless given.
+  const ClassifierPart& taught = teachers.front().model.classifier;
+  if (opt.positive.empty()) opt.positive = taught.positive;
+  if (opt.windows.empty()) opt.windows = windows_name(taught.window_combine());
+  teachers.clear();  // the logits are all the run needs of them
+  set.soft = soft_targets(*logits, r.temperature);
+  if (init && init->config.task == Task::mlm && !r.lr_given && !resume) opt.adam.lr = kFineTuneLr;
+
+  const TrainHooks hooks = stop_hooks(r.faults);
+  const auto started = std::chrono::steady_clock::now();
+  std::optional<Model> student;
+  try {
+    student.emplace(distill_classifier(set, dev, opt, progress, init ? &*init : nullptr, resume ? &*resume : nullptr,
+                                       hooks));
+  } catch (const Interrupted& stop) {
+    return {stop, ""};
+  }
+  nlohmann::json teacher_names = nlohmann::json::array();
+  for (const std::string& path : r.teachers) teacher_names.push_back(base_name(path));
+  student->training["distillation"] = {{"teachers", teacher_names},
+                                       {"teacher_fingerprints", teacher_prints},
+                                       {"temperature", r.temperature},
+                                       {"alpha", r.alpha},
+                                       {"texts", set.texts.size()},
+                                       {"gold_texts", data.rows.size()}};
+  student->classifier.calibration.reset();
+  if (!r.no_calibration) {
+    calibrate_on_dev(*student, dev, progress);
+  }
+  if (World::get().leader())
+    save_finished(r.out, *student, opt, "dev accuracy", "dev_accuracy", seconds_since(started), progress);
+  return {};
+}
+
+}  // namespace zibert
