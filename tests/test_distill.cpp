@@ -196,6 +196,10 @@ TEST_CASE("distill's bad input: exit 2, one line, nothing written", "[distill][c
   write_texts(dir);
   const std::string a = teacher_file(dir, "a.safetensors", 1);
   save_model(dir + "/enc.safetensors", tiny_encoder(1));
+  Model multi = tiny_classifier(5);
+  multi.config.multi_label = true;
+  multi.classifier.positive.clear();
+  save_model(dir + "/multi.safetensors", multi);
   write_text(dir + "/empty.txt", "\n  \n");
   const std::string out = " --out " + dir + "/s.safetensors";
   const std::string data = " --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv";
@@ -203,6 +207,7 @@ TEST_CASE("distill's bad input: exit 2, one line, nothing written", "[distill][c
     std::string args, says;
   } cases[] = {
       {"--teacher " + dir + "/enc.safetensors" + data + out + kStudent, "an encoder"},
+      {"--teacher " + dir + "/multi.safetensors" + data + out + kStudent, "a multi-label classifier"},
       {"--teacher " + a + data + out + " --init " + dir + "/enc.safetensors --layers 3", "--layers"},
       {"--teacher " + a + data + " --text " + dir + "/empty.txt" + out + kStudent, "empty.txt"},
       {"--teacher " + a + " --text " + dir + "/texts.txt" + out + kStudent, "--dev"},
