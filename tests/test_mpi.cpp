@@ -55,6 +55,21 @@ TEST_CASE("mpirun -np 2 pretrain gives the bits of one process of 2 threads", "[
   CHECK(read_text(dir + "/two.safetensors") == read_text(dir + "/one.safetensors"));
 }
 
+TEST_CASE("mpirun -np 2 distill gives the bits of one process of 2 threads, one cache written", "[mpi][distill]") {
+  const std::string dir = temp_dir(), data = corpus(dir);
+  REQUIRE(run_shell(kZ + " train --data " + data + kShape + "--threads 2 --out " + dir + "/teacher.safetensors")
+              .status == 0);
+  REQUIRE(run_shell("cut -f2 " + data + " > " + dir + "/text.txt").status == 0);
+  const std::string args = " distill --teacher " + dir + "/teacher.safetensors --data " + data + " --text " + dir +
+                           "/text.txt --layers 1" + kShape;
+  REQUIRE(run_shell(kZ + args + "--threads 2 --out " + dir + "/one.safetensors").status == 0);
+  RunResult r = run_shell(kMpirun + "-np 2 " + kZ + args + "--threads 1 --out " + dir + "/two.safetensors");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(read_text(dir + "/two.safetensors") == read_text(dir + "/one.safetensors"));
+  CHECK(read_text(dir + "/two.safetensors.teacher-logits") == read_text(dir + "/one.safetensors.teacher-logits"));
+}
+
 TEST_CASE("a stop under mpirun leaves one checkpoint, exits 130, and --resume finishes the same model", "[mpi]") {
   const std::string dir = temp_dir(), data = corpus(dir);
   const std::string args = " train --data " + data + kShape + "--threads 1 --out " + dir + "/m.safetensors ";
