@@ -53,14 +53,7 @@ Runner setup_distill(CLI::App& app) {
   app.add_flag("--extend-vocab", o->train.extend_vocab,
                "With --init: give the texts' characters that the starting model lacks rows of their own")
       ->needs(init);
-  app.add_option("--windows", o->train.windows, "How a long text's windows combine, recorded in the model: max, "
-                                                "mean (default), first")
-      ->check(CLI::IsMember({"max", "mean", "first"}));
-  add_threads_option(app, o->threads);
-  app.add_flag("-q,--quiet", o->quiet, "No progress output");
-  app.add_flag("--no-calibration", o->no_calibration,
-               "Keep the student's raw probabilities (default: fit a temperature on the dev set)");
-  app.add_option("--log", o->train.log_path, "Write one JSON line per evaluation; zibert plot draws it");
+  add_classifier_run_options(app, *o, o->no_calibration);
   resume_excludes_others(app, resume);
   CLI::Option* lr = app.get_option("--lr");
   lr->description("Peak learning rate (a student from an encoder, --init ENCODER: 3e-4 unless given)");

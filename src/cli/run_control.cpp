@@ -40,6 +40,18 @@ int finish_run(const RunOutcome& outcome, const std::string& command) {
   return 128 + stop.signal;
 }
 
+void add_classifier_run_options(CLI::App& app, RunRequest& r, bool& no_calibration) {
+  app.add_option("--windows", r.train.windows, "How a long text's windows combine, recorded in the model: max of "
+                                               "P(positive) (mention detectors), mean (default), first")
+      ->check(CLI::IsMember({"max", "mean", "first"}));
+  add_threads_option(app, r.threads);
+  app.add_flag("-q,--quiet", r.quiet, "No progress output");
+  app.add_flag("--no-calibration", no_calibration,
+               "Keep the network's raw probabilities (default: fit a temperature on the dev set, stored in the model)");
+  app.add_option("--log", r.train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "
+                                            "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
+}
+
 void add_shape_options(CLI::App& app, ModelConfig& s, CLI::Option* init) {
   app.add_option("--layers", s.layers, "Encoder layers")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--heads", s.heads, "Attention heads")->check(CLI::Range(1, 64))->capture_default_str();

@@ -16,6 +16,9 @@ void add_fault_injection_options(CLI::App& app, FaultInjection& faults);
 void add_shape_options(CLI::App& app, ModelConfig& shape, CLI::Option* init);
 // --epochs, --batch, --lr, --warmup, --weight-decay, --clip, --seed.
 void add_optimizer_options(CLI::App& app, TrainOptions& train);
+// What train and distill both take at the end of their options: --windows,
+// --threads, --quiet, --no-calibration and --log.
+void add_classifier_run_options(CLI::App& app, RunRequest& request, bool& no_calibration);
 // --checkpoint PATH and --resume CHECKPOINT (returned, for resume_excludes_others).
 CLI::Option* add_checkpoint_options(CLI::App& app, std::string& checkpoint, std::string& resume);
 // A resumed run takes everything from its checkpoint: every other option but

@@ -62,15 +62,7 @@ Runner setup_train(CLI::App& app) {
                  "exposure; single-label models)")
       ->check(CLI::ExistingFile);
   app.add_option("--positive", o->train.positive, "Positive label of a binary model (default: 1/true/yes/pos)");
-  app.add_option("--windows", o->train.windows, "How a long text's windows combine, recorded in the model: max of "
-                                                "P(positive) (mention detectors), mean (default), first")
-      ->check(CLI::IsMember({"max", "mean", "first"}));
-  add_threads_option(app, o->threads);
-  app.add_flag("-q,--quiet", o->quiet, "No progress output");
-  app.add_flag("--no-calibration", o->no_calibration,
-               "Keep the network's raw probabilities (default: fit a temperature on the dev set, stored in the model)");
-  app.add_option("--log", o->train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "
-                                              "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
+  add_classifier_run_options(app, *o, o->no_calibration);
   resume_excludes_others(app, resume);
   CLI::Option* lr = app.get_option("--lr");
   lr->description("Peak learning rate (fine-tuning an encoder, --init ENCODER or --pretrain-epochs: 3e-4 unless given; "

@@ -56,15 +56,10 @@ RunOutcome distill_run(const DistillRequest& request) {
   if (resume && record.json().value("command", "") != "distill")
     throw Error(r.resume + ": a checkpoint of zibert train or pretrain; continue it with that command's --resume");
   record.set("command", "distill");
-  record.file("data", "data_fingerprint", r.data, "data");
-  record.file("dev", "dev_fingerprint", r.dev, "data");
-  record.value("holdout", r.holdout);
-  record.path("out", r.out);
-  record.path("log", opt.log_path);
+  record_labelled_run(record, r.data, r, opt, r.no_calibration);
   record.path("cache", r.cache);
   record.value("temperature", r.temperature);
   record.value("alpha", r.alpha);
-  record.value("no_calibration", r.no_calibration);
   record.paths("text", r.texts);
   if (resume) r.checkpoint = r.resume;
   if (r.cache.empty()) r.cache = r.out + ".teacher-logits";

@@ -134,6 +134,16 @@ std::optional<Checkpoint> start_run(const RunRequest& r, TrainOptions& opt) {
   return resume;
 }
 
+void record_labelled_run(RunRecord& record, std::string& data, RunRequest& r, TrainOptions& opt,
+                         bool& no_calibration) {
+  record.file("data", "data_fingerprint", data, "data");
+  record.file("dev", "dev_fingerprint", r.dev, "data");
+  record.value("holdout", r.holdout);
+  record.path("out", r.out);
+  record.path("log", opt.log_path);
+  record.value("no_calibration", no_calibration);
+}
+
 void calibrate_on_dev(Model& model, const Dataset& dev, Progress& progress) {
   model.classifier.calibration = calibrate(model, dev);
   const Calibration& cal = *model.classifier.calibration;
@@ -200,12 +210,7 @@ RunOutcome train_run(const TrainRequest& request) {
     throw Error("train needs --data and --out (or --resume CHECKPOINT)");
   // The run's record: what it reads and writes, recorded or taken back.
   RunRecord record(resume ? &*resume : nullptr, r.resume);
-  record.file("data", "data_fingerprint", r.data, "data");
-  record.file("dev", "dev_fingerprint", r.dev, "data");
-  record.value("holdout", r.holdout);
-  record.path("out", r.out);
-  record.path("log", opt.log_path);
-  record.value("no_calibration", r.no_calibration);
+  record_labelled_run(record, r.data, r, opt, r.no_calibration);
   record.paths("outliers", r.outliers);  // their fingerprints once they are read
   if (resume) r.checkpoint = r.resume;
   if (record.json().value("command", "") == "distill")

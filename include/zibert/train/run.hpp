@@ -104,6 +104,11 @@ struct RunOutcome {
   std::string note;
 };
 
+// What train and distill both record of their run: --data (with its
+// fingerprint), --dev, --holdout, --out, --log and --no-calibration.
+void record_labelled_run(RunRecord& record, std::string& data, RunRequest& request, TrainOptions& opt,
+                         bool& no_calibration);
+
 // The options and the checkpoint a run starts from: a resumed run takes its
 // options from the checkpoint, a new one from the request; both then know
 // their thread count (the split over threads shapes the arithmetic).
