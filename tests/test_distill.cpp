@@ -9,6 +9,8 @@
 #include "helpers.hpp"
 #include "zibert/infer/predictor.hpp"
 #include "zibert/model/safetensors.hpp"
+#include "zibert/base/utf8.hpp"
+#include "zibert/train/augment.hpp"
 #include "zibert/train/distill.hpp"
 
 using namespace zibert;
@@ -130,6 +132,27 @@ TEST_CASE("distill trains a student, records its teachers, and reuses the teache
   CHECK(r.err.find("labelling 8 texts with 1 teacher") != std::string::npos);
 }
 
+TEST_CASE("distill --augment: the teachers label the new texts too, the record counts them", "[distill][cli]") {
+  const std::string dir = temp_dir();
+  write_texts(dir);
+  const std::string a = teacher_file(dir, "a.safetensors", 1);
+  save_model(dir + "/enc.safetensors", tiny_encoder(1));
+  RunResult r = run_zibert("distill --teacher " + a + " --data " + dir + "/train.tsv --dev " + dir + "/dev.tsv --text " +
+                           dir + "/texts.txt --augment 2 --augment-with " + dir + "/enc.safetensors --out " + dir +
+                           "/s.safetensors" + kStudent);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  const nlohmann::json d = load_model(dir + "/s.safetensors").training["distillation"];
+  CHECK(d["texts"] == 6 + 12 + 10);
+  CHECK(d["augmented_texts"] == 12);
+  CHECK(d["augment_with"] == "enc.safetensors");
+  CHECK(cached(dir + "/s.safetensors.teacher-logits").texts == 28);
+  r = run_zibert("distill --teacher " + a + " --text " + dir + "/texts.txt --dev " + dir + "/dev.tsv --augment 1 --out " +
+                 dir + "/t.safetensors" + kStudent);
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--augment makes new texts from --data") != std::string::npos);
+}
+
 TEST_CASE("an ensemble of two teachers: both labellings cached, the student records both", "[distill][cli]") {
   const std::string dir = temp_dir();
   write_texts(dir);
@@ -228,4 +251,29 @@ TEST_CASE("distill's bad input: exit 2, one line, nothing written", "[distill][c
   RunResult r = run_zibert("distill --teacher " + a + " --data " + dir + "/odd.tsv --dev " + dir + "/dev.tsv" + out + kStudent);
   CHECK(r.status == 2);
   CHECK(r.err.find("odd.tsv:2") != std::string::npos);
+}
+
+TEST_CASE("augmentation: copies per text, deterministic, from an encoder's guesses or by deletion", "[distill]") {
+  const Model encoder = tiny_encoder(1);
+  const std::vector<std::string> texts{"他们点了一坛佛跳墙", "一道名菜", "墙"};
+  AugmentOptions o;
+  o.copies = 3;
+  o.share = 0.3;
+  const std::vector<std::string> a = augment_texts(texts, o, &encoder);
+  REQUIRE(a.size() == 9);
+  CHECK(augment_texts(texts, o, &encoder) == a);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::string& from = texts[i / 3];
+    INFO(from << " -> " << a[i]);
+    CHECK(a[i] != from);  // at least one character replaced, never by itself
+    CHECK(utf8_decode(a[i]).size() == utf8_decode(from).size());
+    CHECK(a[i].find("[") == std::string::npos);  // no special is ever a guess
+  }
+  const std::vector<std::string> d = augment_texts(texts, o, nullptr);
+  REQUIRE(d.size() == 9);
+  for (std::size_t i = 0; i < d.size(); ++i) CHECK(utf8_decode(d[i]).size() < utf8_decode(texts[i / 3]).size());
+  o.seed = 7;
+  CHECK(augment_texts(texts, o, nullptr) != d);
+  const Model classifier = tiny_classifier(1);
+  CHECK_THROWS_WITH(augment_texts(texts, o, &classifier), Catch::Contains("a character encoder"));
 }

@@ -37,6 +37,16 @@ Runner setup_distill(CLI::App& app) {
       ->check(finite_range(0.05, 100.0))->capture_default_str();
   app.add_option("--alpha", o->alpha, "Weight of the gold labels' cross-entropy next to the soft loss")
       ->check(finite_range(0.0, 100.0))->capture_default_str();
+  CLI::Option* augment =
+      app.add_option("--augment", o->augment, "Make this many new texts from each --data text for the teachers to "
+                                              "label (for when unlabelled text is scarce): 15 % of its characters "
+                                              "deleted, or replaced with --augment-with")
+          ->check(CLI::Range(std::int64_t(0), std::int64_t(100)))->capture_default_str();
+  app.add_option("--augment-with", o->augment_with, "A character encoder (zibert pretrain's, zh-encoder) whose "
+                                                     "fill-mask guesses (one of its top 8) replace the chosen characters")
+      ->transform([](std::string name) { return find_model(name); })
+      ->check(CLI::ExistingFile)
+      ->needs(augment);
   CLI::Option* resume = add_checkpoint_options(app, o->checkpoint, o->resume);
   add_fault_injection_options(app, o->faults);
   CLI::Option* init = app.add_option("--init", o->init, "Start the student from this encoder's (or classifier's) "

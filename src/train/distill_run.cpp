@@ -6,6 +6,7 @@
 #include "zibert/base/world.hpp"
 #include "zibert/model/model_file.hpp"
 #include "zibert/nn/layers.hpp"
+#include "zibert/train/augment.hpp"
 #include "zibert/train/distill.hpp"
 #include "zibert/train/run.hpp"
 
@@ -60,6 +61,8 @@ RunOutcome distill_run(const DistillRequest& request) {
   record.path("cache", r.cache);
   record.value("temperature", r.temperature);
   record.value("alpha", r.alpha);
+  record.value("augment", r.augment);
+  record.file("augment_with", "augment_with_fingerprint", r.augment_with, "encoder");
   record.paths("text", r.texts);
   if (resume) r.checkpoint = r.resume;
   if (r.cache.empty()) r.cache = r.out + ".teacher-logits";
@@ -115,6 +118,20 @@ RunOutcome distill_run(const DistillRequest& request) {
     set.texts.push_back(cut_for_student(ex.text, reader, max_len));
     set.gold.push_back(static_cast<std::int32_t>(at - labels.begin()));
   }
+  // New texts made from the labelled ones, for the teachers to label (no gold).
+  std::size_t augmented = 0;
+  if (r.augment > 0) {
+    if (data.rows.empty()) throw Error("--augment makes new texts from --data's; give --data");
+    std::optional<Model> encoder;
+    if (!r.augment_with.empty()) encoder = load_model(r.augment_with);
+    const std::vector<std::string> made =
+        augment_texts(set.texts, {r.augment, 0.15, 8, opt.seed}, encoder ? &*encoder : nullptr);
+    for (const std::string& text : made) {
+      set.texts.push_back(cut_for_student(text, reader, max_len));
+      set.gold.push_back(kNoGold);
+    }
+    augmented = made.size();
+  }
   for (const Corpus& corpus : corpora)
     for (const std::string& line : corpus.lines) {
       set.texts.push_back(cut_for_student(line, reader, max_len));
@@ -159,6 +176,10 @@ RunOutcome distill_run(const DistillRequest& request) {
                                        {"alpha", r.alpha},
                                        {"texts", set.texts.size()},
                                        {"gold_texts", data.rows.size()}};
+  if (augmented > 0) {
+    student->training["distillation"]["augmented_texts"] = augmented;
+    student->training["distillation"]["augment_with"] = r.augment_with.empty() ? "" : base_name(r.augment_with);
+  }
   student->classifier.calibration.reset();
   if (!r.no_calibration) {
     calibrate_on_dev(*student, dev, progress);

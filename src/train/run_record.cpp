@@ -65,6 +65,13 @@ void RunRecord::value(const char* key, double& value) {
     value = get(key).get<double>();
 }
 
+void RunRecord::value(const char* key, std::int64_t& value) {
+  if (!resumed_)
+    record_[key] = value;
+  else
+    value = record_.value(key, std::int64_t{0});
+}
+
 void RunRecord::value(const char* key, bool& value) {
   if (!resumed_)
     record_[key] = value;

@@ -11,6 +11,7 @@
 
 #include "zibert/base/progress.hpp"
 #include "zibert/model/model.hpp"
+#include "zibert/model/model_file.hpp"
 #include "zibert/text/dataset.hpp"
 #include "zibert/train/checkpoint.hpp"
 #include "zibert/train/trainer_hooks.hpp"

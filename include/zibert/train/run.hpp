@@ -92,6 +92,8 @@ struct DistillRequest : RunRequest {
   std::vector<std::string> texts;     // unlabelled text files, one text per line
   std::string data;                   // labelled data (optional): gold labels, and texts too
   std::string cache;                  // the teachers' logits (default OUT.teacher-logits)
+  std::int64_t augment = 0;           // new texts made from each --data text
+  std::string augment_with;           // the encoder whose fill-mask guesses make them ("" = deletions)
   double temperature = 2, alpha = 0.5;
   bool no_calibration = false, min_count_given = false;
 };

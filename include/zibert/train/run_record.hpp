@@ -1,5 +1,6 @@
 // What a training run consists of, kept in its checkpoint so --resume runs it again.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ class RunRecord {
   void paths(const char* key, std::vector<std::string>& values);
   void value(const char* key, double& value);
   void value(const char* key, bool& value);
+  void value(const char* key, std::int64_t& value);
   // A file read whole at the start: recorded with its fingerprint under
   // print_key; on a resumed run an Error unless its bytes are the ones the
   // checkpoint's run read. "" (no file) and "-" (standard input, read later)
