@@ -55,7 +55,8 @@ TEST_CASE("mpirun -np 2 pretrain gives the bits of one process of 2 threads", "[
   CHECK(read_text(dir + "/two.safetensors") == read_text(dir + "/one.safetensors"));
 }
 
-TEST_CASE("mpirun -np 2 distill gives the bits of one process of 2 threads, one cache written", "[mpi][distill]") {
+TEST_CASE("mpirun -np 2 distill gives the bits of one process of 2 threads: the ranks share the labelling, rank 0 "
+          "writes the cache", "[mpi][distill]") {
   const std::string dir = temp_dir(), data = corpus(dir);
   REQUIRE(run_shell(kZ + " train --data " + data + kShape + "--threads 2 --out " + dir + "/teacher.safetensors")
               .status == 0);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -10,6 +11,7 @@
 #include "zibert/base/compressed.hpp"
 #include "zibert/base/io.hpp"
 #include "zibert/base/utf8.hpp"
+#include "zibert/base/world.hpp"
 #include "zibert/infer/predictor.hpp"
 #include "zibert/model/safetensors.hpp"
 #include "zibert/nn/layers.hpp"
@@ -59,8 +61,10 @@ std::string cut_for_student(const std::string& text, const Tokenizer& student, s
   return utf8_encode(std::vector<char32_t>(cps.begin(), cps.begin() + lo));
 }
 
-TeacherLogits label_with_teachers(const std::vector<Teacher>& teachers, const std::vector<std::string>& labels,
-                                  const std::vector<std::string>& texts, bool show_progress) {
+namespace {
+// Every teacher's logits for every text, in this process.
+TeacherLogits label_one_process(const std::vector<Teacher>& teachers, const std::vector<std::string>& labels,
+                                const std::vector<std::string>& texts, bool show_progress) {
   TeacherLogits out;
   out.teachers = static_cast<std::int64_t>(teachers.size());
   out.texts = static_cast<std::int64_t>(texts.size());
@@ -88,6 +92,36 @@ TeacherLogits label_with_teachers(const std::vector<Teacher>& teachers, const st
     progress.finish(name, out.texts, out.texts);
   }
   return out;
+}
+}  // namespace
+
+TeacherLogits label_with_teachers(const std::vector<Teacher>& teachers, const std::vector<std::string>& labels,
+                                  const std::vector<std::string>& texts, bool show_progress) {
+  // Over MPI each rank labels its share of the texts, and every rank then
+  // holds them all (a text's logits do not depend on the texts beside it).
+  const World& world = World::get();
+  if (world.distributed()) {
+    const std::size_t n = texts.size(), r = static_cast<std::size_t>(world.rank()),
+                      size = static_cast<std::size_t>(world.size());
+    const std::vector<std::string> mine(texts.begin() + static_cast<std::ptrdiff_t>(n * r / size),
+                                        texts.begin() + static_cast<std::ptrdiff_t>(n * (r + 1) / size));
+    const TeacherLogits part = label_one_process(teachers, labels, mine, show_progress && world.leader());
+    const std::vector<std::string> parts = world.all_strings(
+        std::string(reinterpret_cast<const char*>(part.values.data()), part.values.size() * sizeof(float)));
+    TeacherLogits out{part.teachers, static_cast<std::int64_t>(n), part.labels, {}};
+    out.values.resize(static_cast<std::size_t>(out.teachers) * n * labels.size());
+    const std::size_t k = labels.size();
+    for (std::size_t q = 0; q < size; ++q) {
+      const std::size_t from = n * q / size, count = n * (q + 1) / size - from;
+      if (parts[q].size() != static_cast<std::size_t>(out.teachers) * count * k * sizeof(float))
+        throw Error("rank " + std::to_string(q) + " sent teacher logits of the wrong size");
+      for (std::int64_t t = 0; t < out.teachers; ++t)
+        std::memcpy(&out.values[(static_cast<std::size_t>(t) * n + from) * k],
+                    parts[q].data() + static_cast<std::size_t>(t) * count * k * sizeof(float), count * k * sizeof(float));
+    }
+    return out;
+  }
+  return label_one_process(teachers, labels, texts, show_progress);
 }
 
 std::string labelling_fingerprint(const std::vector<std::string>& teacher_prints,
