@@ -48,7 +48,7 @@ WindowPlan Predictor::run_windows(const std::vector<std::vector<std::int32_t>>& 
 std::vector<Prediction> Predictor::predict_ids(const std::vector<std::vector<std::int32_t>>& texts) {
   std::vector<float> window_probs;
   const WindowPlan plan = run_windows(texts, window_probs, nullptr);
-  return combine(plan.windows, window_probs, texts.size());
+  return combine(plan.windows, window_probs, texts.size(), calibrated());
 }
 
 std::vector<float> Predictor::logits(const std::vector<std::vector<std::int32_t>>& texts) {
@@ -65,12 +65,8 @@ std::vector<float> Predictor::logits(const std::vector<std::vector<std::int32_t>
       std::copy_n(&window_logits[last[t] * k], k, &out[t * k]);
       continue;
     }
-    if (combined.empty()) {  // the raw probabilities, windows combined as the model says
-      const bool raw = raw_;
-      raw_ = true;
-      combined = combine(plan.windows, window_probs, texts.size());
-      raw_ = raw;
-    }
+    if (combined.empty())  // the raw probabilities, windows combined as the model says
+      combined = combine(plan.windows, window_probs, texts.size(), /*temper=*/false);
     for (std::size_t c = 0; c < k; ++c) out[t * k + c] = std::log(std::max(combined[t].probs[c], 1e-30f));
   }
   return out;
@@ -92,7 +88,7 @@ std::vector<std::int32_t> Predictor::decide_labels(const float* probs) const {
 // The windows' probabilities (windows, K) combined per text as the model
 // says (ClassifierPart::window_combine), and the label decided.
 std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
-                                           std::size_t n_texts) const {
+                                           std::size_t n_texts, bool temper) const {
   const std::size_t k = model_.classifier.labels.size();
   const Windows how = model_.classifier.window_combine();
   std::vector<Prediction> out(n_texts);
@@ -134,7 +130,7 @@ std::vector<Prediction> Predictor::combine(const std::vector<Window>& windows, c
       for (float& v : p.probs) v /= float(count[t]);
     // The text's probabilities tempered (after the windows combine, so the
     // best label stays the same; the threshold reads the calibrated P).
-    if (calibrated()) apply_temperature(p.probs.data(), k, model_.classifier.calibration->temperature);
+    if (temper) apply_temperature(p.probs.data(), k, model_.classifier.calibration->temperature);
     p.label = decide(p.probs.data());
     p.prob = p.probs[p.label];
     if (multi_label()) p.labels = decide_labels(p.probs.data());

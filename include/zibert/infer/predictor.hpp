@@ -66,8 +66,9 @@ class Predictor {
   // logits when asked.
   WindowPlan run_windows(const std::vector<std::vector<std::int32_t>>& texts, std::vector<float>& probs,
                          std::vector<float>* logits);
+  // temper: apply the calibration temperature when the model has one.
   std::vector<Prediction> combine(const std::vector<Window>& windows, const std::vector<float>& window_probs,
-                                  std::size_t n_texts) const;
+                                  std::size_t n_texts, bool temper) const;
 
   const Model& model_;
   double threshold_;
