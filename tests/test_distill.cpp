@@ -105,12 +105,10 @@ TEST_CASE("distill trains a student, records its teachers, and reuses the teache
   const TeacherLogits z = cached(dir + "/s.safetensors.teacher-logits");
   REQUIRE(z.teachers == 1);
   REQUIRE(z.texts == 16);
-  std::vector<Teacher> teachers;
-  teachers.push_back({a, load_model(a)});
   std::vector<std::string> texts{"他们点了一坛佛跳墙", "一道名菜", "佛跳墙是福建名菜", "他们点了一道菜", "一坛佛跳墙",
                                  "abc 是一道菜", "佛跳墙是一道菜", "他们点了", "一坛", "福建名菜佛跳墙", "abc",
                                  "是一道名菜", "他们点了一坛佛跳墙是一道福建", "墙", "佛跳", "一道"};
-  CHECK(label_with_teachers(teachers, {"0", "1"}, texts, false).values == z.values);
+  CHECK(label_with_teachers({a}, load_model(a), texts, false).logits.values == z.values);
 
   // The same teachers and texts: the cache is read, and the same student comes out.
   r = run_zibert("distill --teacher " + a + common + " --out " + dir + "/s2.safetensors --cache " + dir +
@@ -123,8 +121,7 @@ TEST_CASE("distill trains a student, records its teachers, and reuses the teache
                  "/s.safetensors.teacher-logits" + kStudent.substr(0, kStudent.size() - 3));
   REQUIRE(r.status == 0);
   CHECK(r.err.find("labelling 16 texts with 1 teacher") != std::string::npos);
-  teachers[0] = {b, load_model(b)};
-  CHECK(cached(dir + "/s.safetensors.teacher-logits").values == label_with_teachers(teachers, {"0", "1"}, texts, false).values);
+  CHECK(cached(dir + "/s.safetensors.teacher-logits").values == label_with_teachers({b}, load_model(b), texts, false).logits.values);
   write_text(dir + "/texts.txt", "佛跳墙是一道菜\n他们点了\n");
   r = run_zibert("distill --teacher " + b + common + " --out " + dir + "/s4.safetensors --cache " + dir +
                  "/s.safetensors.teacher-logits" + kStudent.substr(0, kStudent.size() - 3));

@@ -19,29 +19,13 @@
 
 namespace zibert {
 
-std::vector<std::string> teacher_labels(const std::vector<Teacher>& teachers) {
-  if (teachers.empty()) throw Error("distill needs at least one --teacher");
-  for (const Teacher& t : teachers) {
-    if (t.model.config.task != Task::classify)
-      throw Error(t.path + ": an encoder (zibert pretrain's), not a classifier: a teacher must have labels to "
-                           "teach (fine-tune it first with zibert train --init)");
-    if (t.model.config.multi_label)
-      throw Error(t.path + ": a multi-label classifier; distill teaches one softmax over the labels, and a "
-                           "multi-label teacher's sigmoids are not distilled");
-  }
-  const std::vector<std::string>& first = teachers.front().model.classifier.labels;
-  const std::set<std::string> want(first.begin(), first.end());
-  for (const Teacher& t : teachers) {
-    const std::vector<std::string>& labels = t.model.classifier.labels;
-    if (std::set<std::string>(labels.begin(), labels.end()) != want || labels.size() != first.size()) {
-      std::string a, b;
-      for (const std::string& l : first) a += (a.empty() ? "" : ",") + l;
-      for (const std::string& l : labels) b += (b.empty() ? "" : ",") + l;
-      throw Error("the teachers disagree on the labels: " + teachers.front().path + " has " + a + ", " + t.path +
-                  " has " + b);
-    }
-  }
-  return first;
+void check_teacher(const Model& model, const std::string& path) {
+  if (model.config.task != Task::classify)
+    throw Error(path + ": an encoder (zibert pretrain's), not a classifier: a teacher must have labels to teach "
+                       "(fine-tune it first with zibert train --init)");
+  if (model.config.multi_label)
+    throw Error(path + ": a multi-label classifier; distill teaches one softmax over the labels, and a multi-label "
+                       "teacher's sigmoids are not distilled");
 }
 
 std::string cut_for_student(const std::string& text, const Tokenizer& student, std::int64_t max_len) {
@@ -62,107 +46,118 @@ std::string cut_for_student(const std::string& text, const Tokenizer& student, s
 }
 
 namespace {
-// Every teacher's logits for every text, in this process.
-TeacherLogits label_one_process(const std::vector<Teacher>& teachers, const std::vector<std::string>& labels,
-                                const std::vector<std::string>& texts, bool show_progress) {
-  TeacherLogits out;
-  out.teachers = static_cast<std::int64_t>(teachers.size());
-  out.texts = static_cast<std::int64_t>(texts.size());
-  out.labels = static_cast<std::int64_t>(labels.size());
-  out.values.resize(static_cast<std::size_t>(out.teachers * out.texts * out.labels));
+
+std::string joined(const std::vector<std::string>& labels) {
+  std::string out;
+  for (const std::string& l : labels) out += (out.empty() ? "" : ",") + l;
+  return out;
+}
+
+// Teacher t's logits for texts (in the order of labels) into out, in this process.
+void label_one_process(const Model& model, const std::string& path, const std::vector<std::string>& labels,
+                       const std::vector<std::string>& texts, bool show_progress, float* out) {
   constexpr std::size_t kChunk = 256;  // texts per call: progress between them
   const std::size_t k = labels.size();
-  for (std::size_t t = 0; t < teachers.size(); ++t) {
-    const Model& model = teachers[t].model;
-    std::vector<std::size_t> column(k);  // the teacher's label index of each of labels
-    for (std::size_t c = 0; c < k; ++c) column[c] = static_cast<std::size_t>(model.classifier.label_id(labels[c]));
-    Predictor predictor(model);
-    InputProgress progress(show_progress);
-    const std::string name = "labelling with " + teachers[t].path.substr(teachers[t].path.find_last_of('/') + 1);
-    for (std::size_t from = 0; from < texts.size(); from += kChunk) {
-      const std::size_t to = std::min(texts.size(), from + kChunk);
-      std::vector<std::vector<std::int32_t>> ids;
-      for (std::size_t i = from; i < to; ++i) ids.push_back(model.tokenizer.encode(texts[i]));
-      const std::vector<float> z = predictor.logits(ids);
-      for (std::size_t i = from; i < to; ++i)
-        for (std::size_t c = 0; c < k; ++c)
-          out.values[(t * texts.size() + i) * k + c] = z[(i - from) * k + column[c]];
-      progress.update(name, static_cast<std::int64_t>(to), out.texts);
-    }
-    progress.finish(name, out.texts, out.texts);
+  std::vector<std::size_t> column(k);  // the teacher's label index of each of labels
+  for (std::size_t c = 0; c < k; ++c) column[c] = static_cast<std::size_t>(model.classifier.label_id(labels[c]));
+  Predictor predictor(model);
+  InputProgress progress(show_progress);
+  const std::string name = "labelling with " + path.substr(path.find_last_of('/') + 1);
+  const auto n = static_cast<std::int64_t>(texts.size());
+  for (std::size_t from = 0; from < texts.size(); from += kChunk) {
+    const std::size_t to = std::min(texts.size(), from + kChunk);
+    std::vector<std::vector<std::int32_t>> ids;
+    for (std::size_t i = from; i < to; ++i) ids.push_back(model.tokenizer.encode(texts[i]));
+    const std::vector<float> z = predictor.logits(ids);
+    for (std::size_t i = from; i < to; ++i)
+      for (std::size_t c = 0; c < k; ++c) out[i * k + c] = z[(i - from) * k + column[c]];
+    progress.update(name, static_cast<std::int64_t>(to), n);
+  }
+  progress.finish(name, n, n);
+}
+
+// The same over MPI: each rank labels its share of the texts, and every rank
+// then holds them all (a text's logits do not depend on the texts beside it).
+void label_over_ranks(const Model& model, const std::string& path, const std::vector<std::string>& labels,
+                      const std::vector<std::string>& texts, bool show_progress, float* out) {
+  const World& world = World::get();
+  if (!world.distributed()) return label_one_process(model, path, labels, texts, show_progress, out);
+  const std::size_t n = texts.size(), k = labels.size(), size = static_cast<std::size_t>(world.size());
+  auto first = [&](std::size_t rank) { return n * rank / size; };
+  const std::size_t r = static_cast<std::size_t>(world.rank());
+  const std::vector<std::string> mine(texts.begin() + static_cast<std::ptrdiff_t>(first(r)),
+                                      texts.begin() + static_cast<std::ptrdiff_t>(first(r + 1)));
+  std::vector<float> part(mine.size() * k);
+  label_one_process(model, path, labels, mine, show_progress && world.leader(), part.data());
+  const std::vector<std::string> parts =
+      world.all_strings(std::string(reinterpret_cast<const char*>(part.data()), part.size() * sizeof(float)));
+  for (std::size_t q = 0; q < size; ++q) {
+    const std::size_t bytes = (first(q + 1) - first(q)) * k * sizeof(float);
+    if (parts[q].size() != bytes) throw Error("rank " + std::to_string(q) + " sent teacher logits of the wrong size");
+    std::memcpy(out + first(q) * k, parts[q].data(), bytes);
+  }
+}
+
+}  // namespace
+
+Teaching label_with_teachers(const std::vector<std::string>& paths, Model first, const std::vector<std::string>& texts,
+                             bool show_progress) {
+  check_teacher(first, paths.front());
+  Teaching out{first.classifier.labels, first.classifier.positive, windows_name(first.classifier.window_combine()), {}};
+  const std::size_t n = texts.size(), k = out.labels.size();
+  out.logits = {static_cast<std::int64_t>(paths.size()), static_cast<std::int64_t>(n), static_cast<std::int64_t>(k),
+                std::vector<float>(paths.size() * n * k)};
+  const std::set<std::string> want(out.labels.begin(), out.labels.end());
+  for (std::size_t t = 0; t < paths.size(); ++t) {
+    const Model model = t == 0 ? std::move(first) : load_model(paths[t]);  // one teacher in memory at a time
+    check_teacher(model, paths[t]);
+    const std::vector<std::string>& labels = model.classifier.labels;
+    if (labels.size() != k || std::set<std::string>(labels.begin(), labels.end()) != want)
+      throw Error("the teachers disagree on the labels: " + paths.front() + " has " + joined(out.labels) + ", " +
+                  paths[t] + " has " + joined(labels));
+    label_over_ranks(model, paths[t], out.labels, texts, show_progress, out.logits.values.data() + t * n * k);
   }
   return out;
 }
-}  // namespace
 
-TeacherLogits label_with_teachers(const std::vector<Teacher>& teachers, const std::vector<std::string>& labels,
-                                  const std::vector<std::string>& texts, bool show_progress) {
-  // Over MPI each rank labels its share of the texts, and every rank then
-  // holds them all (a text's logits do not depend on the texts beside it).
-  const World& world = World::get();
-  if (world.distributed()) {
-    const std::size_t n = texts.size(), r = static_cast<std::size_t>(world.rank()),
-                      size = static_cast<std::size_t>(world.size());
-    const std::vector<std::string> mine(texts.begin() + static_cast<std::ptrdiff_t>(n * r / size),
-                                        texts.begin() + static_cast<std::ptrdiff_t>(n * (r + 1) / size));
-    const TeacherLogits part = label_one_process(teachers, labels, mine, show_progress && world.leader());
-    const std::vector<std::string> parts = world.all_strings(
-        std::string(reinterpret_cast<const char*>(part.values.data()), part.values.size() * sizeof(float)));
-    TeacherLogits out{part.teachers, static_cast<std::int64_t>(n), part.labels, {}};
-    out.values.resize(static_cast<std::size_t>(out.teachers) * n * labels.size());
-    const std::size_t k = labels.size();
-    for (std::size_t q = 0; q < size; ++q) {
-      const std::size_t from = n * q / size, count = n * (q + 1) / size - from;
-      if (parts[q].size() != static_cast<std::size_t>(out.teachers) * count * k * sizeof(float))
-        throw Error("rank " + std::to_string(q) + " sent teacher logits of the wrong size");
-      for (std::int64_t t = 0; t < out.teachers; ++t)
-        std::memcpy(&out.values[(static_cast<std::size_t>(t) * n + from) * k],
-                    parts[q].data() + static_cast<std::size_t>(t) * count * k * sizeof(float), count * k * sizeof(float));
-    }
-    return out;
-  }
-  return label_one_process(teachers, labels, texts, show_progress);
-}
-
-std::string labelling_fingerprint(const std::vector<std::string>& teacher_prints,
-                                  const std::vector<std::string>& labels, const std::vector<std::string>& texts) {
+std::string labelling_fingerprint(const std::vector<std::string>& teacher_prints, const std::vector<std::string>& texts) {
   std::string all;
   for (const std::string& p : teacher_prints) all += p + '\n';
-  all += '\0';
-  for (const std::string& l : labels) all += l + '\n';
   all += '\0';
   for (const std::string& t : texts) all += t + '\n';
   return bytes_fingerprint(all);
 }
 
-std::optional<TeacherLogits> load_teacher_logits(const std::string& path, const std::string& fingerprint) {
+std::optional<Teaching> load_teaching(const std::string& path, const std::string& fingerprint) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
-  std::string bytes;
-  SafeTensors st;
   try {  // a damaged cache is labelled again, not an error
-    bytes = read_file_decompressed(path);
-    st = decode_safetensors(bytes, path);
-  } catch (const Error&) {
+    const std::string bytes = read_file_decompressed(path);
+    const SafeTensors st = decode_safetensors(bytes, path);
+    const auto print = st.metadata.find("fingerprint");
+    const auto logits = st.tensors.find("logits");
+    if (print == st.metadata.end() || print->second != fingerprint || logits == st.tensors.end() ||
+        logits->second.shape.size() != 3)
+      return std::nullopt;
+    Teaching out;
+    out.labels = nlohmann::json::parse(st.metadata.at("labels")).get<std::vector<std::string>>();
+    out.positive = st.metadata.at("positive");
+    out.windows = st.metadata.at("windows");
+    const std::vector<std::int64_t>& shape = logits->second.shape;
+    if (shape[2] != static_cast<std::int64_t>(out.labels.size())) return std::nullopt;
+    out.logits = {shape[0], shape[1], shape[2], std::vector<float>(logits->second.count)};
+    logits->second.copy_to(out.logits.values.data());
+    return out;
+  } catch (const std::exception&) {  // Error, or metadata missing or not JSON
     return std::nullopt;
   }
-  const auto print = st.metadata.find("fingerprint");
-  const auto logits = st.tensors.find("logits");
-  if (print == st.metadata.end() || print->second != fingerprint || logits == st.tensors.end() ||
-      logits->second.shape.size() != 3)
-    return std::nullopt;
-  TeacherLogits out;
-  out.teachers = logits->second.shape[0];
-  out.texts = logits->second.shape[1];
-  out.labels = logits->second.shape[2];
-  out.values.resize(logits->second.count);
-  logits->second.copy_to(out.values.data());
-  return out;
 }
 
-void save_teacher_logits(const std::string& path, const std::string& fingerprint, const TeacherLogits& logits) {
-  save_safetensors(path, {{"fingerprint", fingerprint}, {"format", "zibert teacher logits"}},
-                   {{"logits", {logits.teachers, logits.texts, logits.labels}, logits.values.data()}});
+void save_teaching(const std::string& path, const std::string& fingerprint, const Teaching& t) {
+  save_safetensors(path,
+                   {{"fingerprint", fingerprint}, {"format", "zibert teacher logits"},
+                    {"labels", nlohmann::json(t.labels).dump()}, {"positive", t.positive}, {"windows", t.windows}},
+                   {{"logits", {t.logits.teachers, t.logits.texts, t.logits.labels}, t.logits.values.data()}});
 }
 
 std::vector<float> soft_targets(const TeacherLogits& logits, double temperature) {

@@ -15,9 +15,9 @@ namespace {
 
 std::string base_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
 
-// The teachers, read whole: each a single-label classifier, their
-// fingerprints recorded (or, resumed, checked).
-std::vector<Teacher> read_teachers(RunRecord& record, std::vector<std::string>& paths) {
+// The teachers' fingerprints, recorded (or, resumed, checked). The teachers
+// themselves are loaded only to label texts the cache lacks.
+std::vector<std::string> teacher_prints(RunRecord& record, std::vector<std::string>& paths) {
   record.paths("teacher", paths);
   std::vector<std::string> prints;
   for (const std::string& path : paths) prints.push_back(file_fingerprint(path));
@@ -28,10 +28,19 @@ std::vector<Teacher> read_teachers(RunRecord& record, std::vector<std::string>& 
         throw Error(paths[i] + ": changed since the checkpoint was written; --resume needs the same teachers");
   }
   record.set("teacher_fingerprints", prints);
-  std::vector<Teacher> out;
-  for (const std::string& path : paths) {
-    check_same_data(path, prints[out.size()]);
-    out.push_back({path, load_model(path)});
+  for (std::size_t i = 0; i < paths.size(); ++i) check_same_data(paths[i], prints[i]);
+  return prints;
+}
+
+// The label ids of data's rows in the teachers' labels; one they lack is an
+// error naming its row.
+std::vector<std::int32_t> gold_ids(const Dataset& data, const std::vector<std::string>& labels) {
+  std::vector<std::int32_t> out;
+  for (const Example& ex : data.rows) {
+    const auto at = std::find(labels.begin(), labels.end(), ex.label);
+    if (at == labels.end())
+      throw error_at(data.name, ex.line, "label \"" + ex.label + "\" is not among the teachers' labels");
+    out.push_back(static_cast<std::int32_t>(at - labels.begin()));
   }
   return out;
 }
@@ -81,8 +90,7 @@ RunOutcome distill_run(const DistillRequest& request) {
     check_output_path(r.cache);
     check_not_an_input({"--cache", r.cache}, inputs);
   }
-  std::vector<Teacher> teachers = read_teachers(record, r.teachers);
-  const std::vector<std::string> labels = teacher_labels(teachers);
+  const std::vector<std::string> prints = teacher_prints(record, r.teachers);
   std::optional<Model> init;
   if (!r.init.empty()) init = load_init_model(r.init);
   if (init && init->config.task == Task::classify && init->config.multi_label)
@@ -108,16 +116,9 @@ RunOutcome distill_run(const DistillRequest& request) {
   for (const std::string& path : r.data.empty() ? r.texts : std::vector<std::string>{r.data})
     set.name += (set.name.empty() ? "" : " + ") + base_name(path);
   for (std::size_t i = r.data.empty() ? 1 : 0; i < r.texts.size(); ++i) set.name += " + " + base_name(r.texts[i]);
-  set.labels = labels;
   set.temperature = r.temperature;
   set.alpha = r.alpha;
-  for (const Example& ex : data.rows) {
-    const auto at = std::find(labels.begin(), labels.end(), ex.label);
-    if (at == labels.end())
-      throw error_at(data.name, ex.line, "label \"" + ex.label + "\" is not among the teachers' labels");
-    set.texts.push_back(cut_for_student(ex.text, reader, max_len));
-    set.gold.push_back(static_cast<std::int32_t>(at - labels.begin()));
-  }
+  for (const Example& ex : data.rows) set.texts.push_back(cut_for_student(ex.text, reader, max_len));
   // New texts made from the labelled ones, for the teachers to label (no gold).
   std::size_t augmented = 0;
   if (r.augment > 0) {
@@ -126,37 +127,35 @@ RunOutcome distill_run(const DistillRequest& request) {
     if (!r.augment_with.empty()) encoder = load_model(r.augment_with);
     const std::vector<std::string> made =
         augment_texts(set.texts, {r.augment, 0.15, 8, opt.seed}, encoder ? &*encoder : nullptr);
-    for (const std::string& text : made) {
-      set.texts.push_back(cut_for_student(text, reader, max_len));
-      set.gold.push_back(kNoGold);
-    }
+    for (const std::string& text : made) set.texts.push_back(cut_for_student(text, reader, max_len));
     augmented = made.size();
   }
   for (const Corpus& corpus : corpora)
-    for (const std::string& line : corpus.lines) {
-      set.texts.push_back(cut_for_student(line, reader, max_len));
-      set.gold.push_back(kNoGold);
-    }
+    for (const std::string& line : corpus.lines) set.texts.push_back(cut_for_student(line, reader, max_len));
 
-  // The teachers' logits: from the cache when it holds this labelling, else labelled now and cached.
+  // The teachers' logits: from the cache when it holds this labelling, else
+  // labelled now (the gold labels checked first) and cached.
   Progress progress(r.quiet || !World::get().leader());
-  std::vector<std::string> teacher_prints = record.get("teacher_fingerprints").get<std::vector<std::string>>();
-  const std::string print = labelling_fingerprint(teacher_prints, labels, set.texts);
-  std::optional<TeacherLogits> logits = load_teacher_logits(r.cache, print);
-  if (logits) {
+  const std::string print = labelling_fingerprint(prints, set.texts);
+  std::optional<Teaching> teaching = load_teaching(r.cache, print);
+  if (teaching) {
     progress.message("the teachers' logits for " + std::to_string(set.texts.size()) + " texts from " + r.cache);
   } else {
+    Model first = load_model(r.teachers.front());
+    check_teacher(first, r.teachers.front());
+    gold_ids(data, first.classifier.labels);
     progress.message("labelling " + std::to_string(set.texts.size()) + " texts with " +
-                     std::to_string(teachers.size()) + (teachers.size() == 1 ? " teacher" : " teachers"));
-    logits = label_with_teachers(teachers, labels, set.texts, !r.quiet && World::get().leader());
-    if (World::get().leader()) save_teacher_logits(r.cache, print, *logits);
+                     std::to_string(r.teachers.size()) + (r.teachers.size() == 1 ? " teacher" : " teachers"));
+    teaching = label_with_teachers(r.teachers, std::move(first), set.texts, !r.quiet && World::get().leader());
+    if (World::get().leader()) save_teaching(r.cache, print, *teaching);
   }
+  set.labels = teaching->labels;
+  set.gold = gold_ids(data, set.labels);
+  set.gold.resize(set.texts.size(), kNoGold);  // the augmented and unlabelled texts have none
   // The student's positive label and how its windows combine: the first teacher's, unless given.
-  const ClassifierPart& taught = teachers.front().model.classifier;
-  if (opt.positive.empty()) opt.positive = taught.positive;
-  if (opt.windows.empty()) opt.windows = windows_name(taught.window_combine());
-  teachers.clear();  // the logits are all the run needs of them
-  set.soft = soft_targets(*logits, r.temperature);
+  if (opt.positive.empty()) opt.positive = teaching->positive;
+  if (opt.windows.empty()) opt.windows = teaching->windows;
+  set.soft = soft_targets(teaching->logits, r.temperature);
   if (init && init->config.task == Task::mlm && !r.lr_given && !resume) opt.adam.lr = kFineTuneLr;
 
   const TrainHooks hooks = stop_hooks(r.faults);
@@ -171,7 +170,7 @@ RunOutcome distill_run(const DistillRequest& request) {
   nlohmann::json teacher_names = nlohmann::json::array();
   for (const std::string& path : r.teachers) teacher_names.push_back(base_name(path));
   student->training["distillation"] = {{"teachers", teacher_names},
-                                       {"teacher_fingerprints", teacher_prints},
+                                       {"teacher_fingerprints", prints},
                                        {"temperature", r.temperature},
                                        {"alpha", r.alpha},
                                        {"texts", set.texts.size()},

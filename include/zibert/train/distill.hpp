@@ -18,15 +18,8 @@
 
 namespace zibert {
 
-// A teacher: its file (for messages and records) and its model.
-struct Teacher {
-  std::string path;
-  Model model;
-};
-
-// The teachers' common labels, in the first teacher's order. An Error unless
-// each is a single-label classifier and all have the same labels.
-std::vector<std::string> teacher_labels(const std::vector<Teacher>& teachers);
+// An Error naming path unless model can teach: a single-label classifier.
+void check_teacher(const Model& model, const std::string& path);
 
 // text cut to what a student of this tokenizer and max_len reads of it
 // (max_len − 2 characters after its normalisation), so that teachers and
@@ -43,20 +36,31 @@ struct TeacherLogits {
   }
 };
 
-// Labels texts with each teacher on every thread, progress as it goes.
-TeacherLogits label_with_teachers(const std::vector<Teacher>& teachers, const std::vector<std::string>& labels,
-                                  const std::vector<std::string>& texts, bool show_progress);
+// What the teachers teach: their common labels (in the first teacher's
+// order), the first teacher's positive label and window rule, and every
+// teacher's logits for every text.
+struct Teaching {
+  std::vector<std::string> labels;
+  std::string positive, windows;
+  TeacherLogits logits;
+};
+
+// Labels texts with each teacher file in turn, on every thread (over MPI the
+// ranks share the texts), progress as it goes. Each teacher is loaded,
+// checked (check_teacher, and its labels the first's), used and freed, so
+// that one is in memory at a time; first is paths[0]'s model, loaded already.
+Teaching label_with_teachers(const std::vector<std::string>& paths, Model first,
+                             const std::vector<std::string>& texts, bool show_progress);
 
 // What identifies a labelling: the teachers' bytes (their fingerprints, in
-// order), the labels' order and the texts.
-std::string labelling_fingerprint(const std::vector<std::string>& teacher_prints,
-                                  const std::vector<std::string>& labels, const std::vector<std::string>& texts);
+// order; their labels follow from them) and the texts.
+std::string labelling_fingerprint(const std::vector<std::string>& teacher_prints, const std::vector<std::string>& texts);
 
-// The labelling cached at path: the file's logits when its fingerprint is
-// this one, else nothing (no file, or one of other teachers or texts).
-std::optional<TeacherLogits> load_teacher_logits(const std::string& path, const std::string& fingerprint);
+// The teaching cached at path when its fingerprint is this one, else
+// nothing (no file, a damaged one, or one of other teachers or texts).
+std::optional<Teaching> load_teaching(const std::string& path, const std::string& fingerprint);
 // Writes it atomically with its fingerprint.
-void save_teacher_logits(const std::string& path, const std::string& fingerprint, const TeacherLogits& logits);
+void save_teaching(const std::string& path, const std::string& fingerprint, const Teaching& teaching);
 
 // The student's targets (texts, K): the mean over teachers of softmax(z / T).
 std::vector<float> soft_targets(const TeacherLogits& logits, double temperature);
