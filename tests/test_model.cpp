@@ -20,6 +20,13 @@ namespace {
 
 ModelConfig tiny_config(double dropout) { return model_shape(12, 8, 8, 2, 16, 2, 3, dropout); }
 
+// A reading channel for tiny_config's 12 tokens: 5 and 9 read alike, 7 has
+// two readings (one of them 5's), the specials and 10 none.
+std::shared_ptr<const TokenReadings> tiny_readings() {
+  return std::make_shared<const TokenReadings>(TokenReadings{
+      {"fo", "tiao", "qiang", "men"}, {{}, {}, {}, {}, {}, {2}, {1}, {2, 3}, {0}, {2}, {}, {3}}});
+}
+
 // Two sequences; the second is padded with two [PAD] tokens.
 Batch tiny_batch() {
   Batch b;
@@ -37,16 +44,17 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   // checkpoint's); the last layer on [CLS] rows only or on every row.
 #ifdef ZIBERT_SANITIZED
   // Some thirty times slower here: each choice at least once (the Release build checks all twelve combinations).
-  const std::tuple<double, int, bool> choice =
-      GENERATE(table<double, int, bool>({{0.0, 0, false}, {0.2, 1, true}, {0.2, 2, false}, {0.2, 3, false}}));
+  const std::tuple<double, int, bool> choice = GENERATE(
+      table<double, int, bool>({{0.0, 0, false}, {0.2, 1, true}, {0.2, 2, false}, {0.2, 3, false}, {0.2, 4, true}}));
 #else
-  const std::tuple<double, int, bool> choice{GENERATE(0.0, 0.2), GENERATE(0, 1, 2, 3), GENERATE(false, true)};
+  const std::tuple<double, int, bool> choice{GENERATE(0.0, 0.2), GENERATE(0, 1, 2, 3, 4), GENERATE(false, true)};
 #endif
   const auto [dropout, variant, all_rows] = choice;
   ModelConfig cfg = tiny_config(dropout);
   cfg.tie_qk = variant == 1;
   cfg.position = variant != 2;
   cfg.type_vocab_size = variant == 3 ? 2 : 0;
+  if (variant == 4) cfg.readings = tiny_readings();  // the reading channel
   Bert<double> net(cfg);
   // Large weights so that every gradient is well above rounding noise.
   fill_uniform(net.params().data(), net.params().size(), 21, -0.5, 0.5);
@@ -71,6 +79,8 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
     }
     if (t.name == "bert.embeddings.token_type_embeddings.weight")  // every token is of type 0
       for (std::size_t i = 8; i < t.size; ++i) CHECK(analytic[t.offset + i] == 0.0);
+    if (t.name == "bert.embeddings.reading_embeddings.weight")  // every syllable is read by a token of the batch
+      for (std::size_t r = 0; r < 4; ++r) CHECK(Eigen::Map<const Eigen::VectorXd>(analytic.data() + t.offset + r * 8, 8).norm() > 0);
     check_tensor_gradient(t.name, analytic.data() + t.offset, num);
   }
 }
@@ -191,6 +201,7 @@ TEST_CASE("the inference fast path gives the training pass's probabilities, each
   ModelConfig cfg = tiny_config(0.0);
   cfg.max_len = 40;
   cfg.type_vocab_size = GENERATE(0, 2);  // zibert's own embeddings, or an imported checkpoint's with token types
+  if (GENERATE(false, true)) cfg.readings = tiny_readings();  // and with the reading channel
   Bert<float> net(cfg);
   net.init_weights(5);
   // 60 sequences of 37 tokens: 2220 rows, more than one pass of kPredictRows
@@ -302,6 +313,11 @@ TEST_CASE("tabulated first-layer projections give the inference pass of the mult
   }
   SECTION("with token type embeddings (an imported checkpoint's)") {
     cfg.type_vocab_size = 2;
+    check_tabulated<float>(cfg, 1e-5);
+    check_tabulated<double>(cfg, 1e-12);
+  }
+  SECTION("with the reading channel") {
+    cfg.readings = tiny_readings();
     check_tabulated<float>(cfg, 1e-5);
     check_tabulated<double>(cfg, 1e-12);
   }

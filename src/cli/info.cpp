@@ -23,7 +23,8 @@ int run_info(const InfoCli& o) {
   nlohmann::ordered_json j;
   j["file"] = path;
   j["format_version"] = kFormatVersion;
-  j["config"] = config_to_json(c);  // the model file's own form of it
+  j["config"] = config_to_json(c);  // the model file's own form of it, the readings' table counted
+  if (c.readings) j["config"]["readings"] = {{"syllables", c.readings->syllables.size()}};
   j["parameters"] = params;
   j["task"] = task_name(c.task);
   j["labels"] = m.classifier.labels;
@@ -82,6 +83,12 @@ int run_info(const InfoCli& o) {
   if (const auto& variants = m.tokenizer.vocab().variants(); !variants.empty())
     std::printf("variants    %zu characters without a row read as a variant's (%s; zibert variants)\n",
                 variants.size(), variants_sample(variants).c_str());
+  if (c.readings) {
+    std::size_t read = 0;
+    for (const auto& rows : c.readings->of_token) read += !rows.empty();
+    std::printf("readings    %zu syllables: %zu tokens add their readings' embeddings to their own (reading channel)\n",
+                c.readings->syllables.size(), read);
+  }
   if (c.task == Task::classify) {
     std::string labels;
     for (const auto& l : m.classifier.labels) labels += (labels.empty() ? "" : ", ") + l;

@@ -6,6 +6,7 @@
 
 #include "zibert/base/io.hpp"
 #include "zibert/base/world.hpp"
+#include "zibert/text/readings.hpp"
 
 namespace zibert::cli {
 namespace {
@@ -50,6 +51,14 @@ void add_classifier_run_options(CLI::App& app, RunRequest& r, bool& no_calibrati
                "Keep the network's raw probabilities (default: fit a temperature on the dev set, stored in the model)");
   app.add_option("--log", r.train.log_path, "Write one JSON line per evaluation (epoch, step, losses, dev "
                                             "accuracy and macro-F1, lr, examples/s); zibert plot draws it");
+  app.add_flag("--reading-channel", r.train.reading_channel,
+               "Add to each character's embedding the embeddings of the pinyin syllables it is read as "
+               "(ChineseBERT's reading channel, kept in the model): characters read alike start out alike, "
+               "so a typo of a pinyin keyboard looks like the character it replaces");
+  app.add_option("--readings", r.train.readings_table,
+                 "The readings table of --reading-channel (default: " + std::string(kDebianUnihanReadings) +
+                     ", Debian's unicode-data)")
+      ->check(CLI::ExistingFile);
 }
 
 void add_shape_options(CLI::App& app, ModelConfig& s, CLI::Option* init) {

@@ -84,7 +84,14 @@ void tabulate(const Bert<T>& net, EmbeddingTables<T>& tables, const std::int32_t
   missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
   const Index width = tables.width, m = static_cast<Index>(missing.size());
   AlignedVector<T> rows(static_cast<std::size_t>(m * width));
-  centred_projections<T>(net.embeddings().word.w(), missing.data(), m, tables.a, rows.data());
+  const Embeddings<T>& emb = net.embeddings();
+  if (emb.reading.value) {  // a token's vector is its word row plus its readings'
+    MatR<T> vectors(m, emb.word.cols);
+    for (Index r = 0; r < m; ++r) emb.token(missing[r], vectors.row(r));
+    centred_projections<T>(MatMap<T>(vectors.data(), m, vectors.cols()), nullptr, m, tables.a, rows.data());
+  } else {
+    centred_projections<T>(emb.word.w(), missing.data(), m, tables.a, rows.data());
+  }
   for (Index r = 0; r < m; ++r) {
     std::copy_n(rows.data() + r * width, width, tables.word.get() + missing[r] * width);
     tables.filled[missing[r]] = 1;

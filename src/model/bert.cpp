@@ -70,6 +70,8 @@ void Bert<T>::bind() {
   embeddings_.position = config_.position ? param("bert.embeddings.position_embeddings.weight") : Param<T>{};
   embeddings_.token_type =
       config_.type_vocab_size > 0 ? param("bert.embeddings.token_type_embeddings.weight") : Param<T>{};
+  embeddings_.reading = config_.readings ? param("bert.embeddings.reading_embeddings.weight") : Param<T>{};
+  embeddings_.readings = config_.readings.get();
   embeddings_.ln = {param("bert.embeddings.LayerNorm.weight"), param("bert.embeddings.LayerNorm.bias"),
                     T(config_.layer_norm_eps)};
   layers_.assign(config_.layers, {});
@@ -136,16 +138,24 @@ void Bert<T>::init_weights(std::uint64_t seed) {
   embeddings_.word.w().row(0).setZero();
 }
 
-// ---- embeddings: x = LayerNorm(word[ids] + type[0] + pos[0..T)), summed in Hugging Face's order
+// ---- embeddings: x = LayerNorm(word[ids] + reading[ids] + type[0] + pos[0..T)), summed in Hugging Face's order
+
+template <class T>
+void Embeddings<T>::token(std::int32_t id, Eigen::Ref<Eigen::Matrix<T, 1, Eigen::Dynamic>> out) const {
+  if (id < 0 || id >= word.rows) throw Error("token id out of range");
+  out = word.w().row(id);
+  if (!reading.value) return;
+  const std::vector<std::int32_t>& rows = readings->of_token[id];
+  if (rows.empty()) return;
+  const T share = T(1) / T(rows.size());
+  for (std::int32_t r : rows) out += share * reading.w().row(r);
+}
 
 template <class T>
 void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const {
   const Index n = batch.size * batch.seq;
-  const MatMap<T> w = word.w();
   for (Index i = 0; i < n; ++i) {
-    const std::int32_t id = batch.ids[i];
-    if (id < 0 || id >= word.rows) throw Error("token id out of range");
-    sum.row(i) = w.row(id);
+    token(batch.ids[i], sum.row(i));
     if (token_type.value) sum.row(i) += token_type.w().row(0);
     if (position.value) sum.row(i) += position.w().row(i % batch.seq);
   }
@@ -161,6 +171,11 @@ void Embeddings<T>::backward(const Batch& batch, const CRef<T>& dy, const CRef<T
   for (Index i = 0; i < n; ++i) {
     if (batch.ids[i] == kPadId) continue;  // [PAD] rows carry no gradient
     dword.row(batch.ids[i]) += dsum.row(i);
+    if (reading.value) {
+      const std::vector<std::int32_t>& rows = readings->of_token[batch.ids[i]];
+      const T share = rows.empty() ? T(0) : T(1) / T(rows.size());
+      for (std::int32_t r : rows) reading.g().row(r) += share * dsum.row(i);
+    }
     if (token_type.value) token_type.g().row(0) += dsum.row(i);
     if (position.value) position.g().row(i % batch.seq) += dsum.row(i);
   }

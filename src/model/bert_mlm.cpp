@@ -91,8 +91,14 @@ void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only) {
                         std::any_of(from.layout().begin(), from.layout().end(),
                                     [&](const TensorInfo& f) { return f.name == t.name; });
     if (encoder_only && !is_encoder_tensor(t.name) && !pooler) continue;
+    const bool reading = t.name == "bert.embeddings.reading_embeddings.weight";
+    if (reading && !from.config().readings) {  // a reading channel new to the model starts at zero
+      std::fill_n(to.params().data() + t.offset, t.size, T(0));
+      continue;
+    }
     const TensorInfo& f = from.tensor(t.name);
-    const bool more_rows = t.name == "bert.embeddings.word_embeddings.weight" && f.shape.size() == 2 &&
+    // Extended vocabularies (and their syllables) keep from's rows first.
+    const bool more_rows = (t.name == "bert.embeddings.word_embeddings.weight" || reading) && f.shape.size() == 2 &&
                            t.shape.size() == 2 && f.shape[1] == t.shape[1] && f.shape[0] <= t.shape[0];
     if (f.shape != t.shape && !more_rows) throw Error("tensor " + t.name + " differs in shape between the models");
     std::copy_n(from.values() + f.offset, f.size, to.params().data() + t.offset);

@@ -29,6 +29,13 @@ void ModelConfig::validate() const {
   if (!(layer_norm_eps > 0.0 && layer_norm_eps < 1.0)) bad("layer_norm_eps must be in (0, 1)");
   if (type_vocab_size < 0 || type_vocab_size > 1024) bad("type_vocab_size must be in 0..1024");
   if (type_vocab_size > 0 && !position) bad("token type embeddings come with position embeddings");
+  if (readings) {
+    if (readings->syllables.empty() || readings->syllables.size() > 100000) bad("readings must name 1..100000 syllables");
+    if (static_cast<std::int64_t>(readings->of_token.size()) != vocab_size) bad("readings must list every token's syllables");
+    for (const auto& rows : readings->of_token)
+      for (std::int32_t r : rows)
+        if (r < 0 || static_cast<std::size_t>(r) >= readings->syllables.size()) bad("a token's reading is out of range");
+  }
   if (task == Task::classify && (pooler || !tie_decoder))
     bad("pooler and tie_decoder describe an encoder (task mlm); a classifier always has a pooler and no decoder");
   // The whole model must stay far below what could overflow offsets.
@@ -49,6 +56,7 @@ std::vector<TensorInfo> parameter_layout(const ModelConfig& cfg) {
   add("bert.embeddings.word_embeddings.weight", {cfg.vocab_size, c});
   if (cfg.position) add("bert.embeddings.position_embeddings.weight", {cfg.max_len, c});
   if (cfg.type_vocab_size > 0) add("bert.embeddings.token_type_embeddings.weight", {cfg.type_vocab_size, c});
+  if (cfg.readings) add("bert.embeddings.reading_embeddings.weight", {std::int64_t(cfg.readings->syllables.size()), c});
   add("bert.embeddings.LayerNorm.weight", {c});
   add("bert.embeddings.LayerNorm.bias", {c});
   for (std::int64_t l = 0; l < cfg.layers; ++l) {
@@ -106,6 +114,7 @@ nlohmann::json config_to_json(const ModelConfig& c) {
   if (c.type_vocab_size > 0) j["type_vocab_size"] = c.type_vocab_size;  // and so do files without these
   if (c.pooler) j["pooler"] = true;
   if (!c.tie_decoder) j["tie_decoder"] = false;
+  if (c.readings) j["readings"] = {{"syllables", c.readings->syllables}, {"tokens", c.readings->of_token}};
   return j;
 }
 
@@ -126,6 +135,12 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.type_vocab_size = j.value("type_vocab_size", std::int64_t(0));
   c.pooler = j.value("pooler", false);
   c.tie_decoder = j.value("tie_decoder", true);
+  if (j.contains("readings")) {
+    const nlohmann::json& r = j.at("readings");
+    c.readings = std::make_shared<const TokenReadings>(
+        TokenReadings{r.at("syllables").get<std::vector<std::string>>(),
+                      r.at("tokens").get<std::vector<std::vector<std::int32_t>>>()});
+  }
   const std::string problem = j.value("problem_type", kSingleLabel);
   if (problem != kSingleLabel && problem != kMultiLabel)
     throw Error("unknown problem_type \"" + problem + "\" (zibert reads " + kSingleLabel + " and " + kMultiLabel + ")");

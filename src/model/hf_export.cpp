@@ -115,17 +115,29 @@ void export_hf_checkpoint(const Model& m, const std::string& dir) {
                 "float32 model it was quantized from");
   if (m.config.tie_qk) throw Error("this model shares one projection for queries and keys, which BERT in transformers cannot");
   if (!m.config.position) throw Error("this model has no position embeddings, which BERT in transformers always has");
-  std::filesystem::create_directories(dir);
   const Bert<float>& net = m.net;
+  // The reading channel folds into the word embeddings (word[id] + reading[id]
+  // is what the network adds), unless a tied masked-LM decoder reads them.
+  if (m.config.readings && m.config.task == Task::mlm && m.config.tie_decoder)
+    throw Error("this encoder's reading channel cannot fold into word embeddings its masked-LM decoder shares");
+  std::filesystem::create_directories(dir);
   // The tensors under their names; a calibrated classifier's divided by T, absent token types as zeros.
   std::vector<std::vector<float>> owned;
-  owned.reserve(net.layout().size() + 1);  // the tensors point into them
+  owned.reserve(net.layout().size() + 2);  // the tensors point into them
   std::vector<TensorRef> tensors;
   for (const TensorInfo& t : net.layout()) {
     const float* data = net.params().data() + t.offset;
     if (m.classifier.calibration && t.name.starts_with("classifier.")) {
       owned.emplace_back(data, data + t.size);
       for (float& w : owned.back()) w = static_cast<float>(double(w) / m.classifier.calibration->temperature);
+      data = owned.back().data();
+    }
+    if (t.name == "bert.embeddings.reading_embeddings.weight") continue;  // folded below
+    if (t.name == "bert.embeddings.word_embeddings.weight" && m.config.readings) {
+      owned.emplace_back(t.size);
+      for (std::int64_t id = 0; id < m.config.vocab_size; ++id)
+        net.embeddings().token(static_cast<std::int32_t>(id),
+                               Eigen::Map<Eigen::RowVectorXf>(owned.back().data() + id * m.config.dim, m.config.dim));
       data = owned.back().data();
     }
     tensors.push_back({t.name, t.shape, data});

@@ -20,7 +20,8 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"extend_vocab", o.extend_vocab}, {"label_smoothing", o.label_smoothing},
           {"positive", o.positive},     {"windows", o.windows},
           {"threads", o.threads},       {"shape", config_to_json(o.shape)},
-          {"accumulate", o.accumulate}};
+          {"accumulate", o.accumulate}, {"reading_channel", o.reading_channel},
+          {"readings_table", o.readings_table}};
 }
 
 TrainOptions options_from_json(const nlohmann::json& j) {
@@ -40,6 +41,8 @@ TrainOptions options_from_json(const nlohmann::json& j) {
   o.max_vocab = j.value("max_vocab", std::int64_t(0));
   o.lowercase = j.at("lowercase").get<bool>();
   o.extend_vocab = j.value("extend_vocab", false);
+  o.reading_channel = j.value("reading_channel", false);
+  o.readings_table = j.value("readings_table", "");
   o.label_smoothing = j.value("label_smoothing", 0.0);
   o.positive = j.at("positive").get<std::string>();
   o.windows = j.value("windows", "");  // checkpoints written before train --windows: the default

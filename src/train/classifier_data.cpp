@@ -8,6 +8,7 @@
 
 #include "zibert/base/world.hpp"
 #include "zibert/infer/predictor.hpp"
+#include "zibert/model/reading_channel.hpp"
 #include "zibert/nn/layers.hpp"
 #include "zibert/train/metrics.hpp"
 
@@ -118,6 +119,19 @@ Model prepare_model(const Dataset& train, std::vector<std::string> labels,
     vocab = builder.build(opt.min_count);
     config.vocab_size = vocab.size();
   }
+  // The reading channel: the starting model's (its new characters' readings
+  // added), or a new one when asked for.
+  const TokenReadings* kept = base ? base->config.readings.get() : nullptr;
+  const bool new_channel = opt.reading_channel && !kept;
+  if (!opt.readings_table.empty() && !new_channel && !(kept && added > 0))
+    throw Error("--readings names the table of --reading-channel, which " +
+                std::string(kept ? "the starting model has already" : "is not on"));
+  if (new_channel || (kept && added > 0)) {
+    const Readings table = Readings::load(opt.readings_table.empty() ? kDebianUnihanReadings : opt.readings_table);
+    const std::vector<std::string> tokens =
+        wordpiece ? base->tokenizer.wordpiece()->tokens() : vocab.tokens();
+    config.readings = token_readings(tokens, table, kept);
+  }
   config.task = Task::classify;  // an encoder's shape, a classifier's head (its pooler the encoder's, if kept)
   config.pooler = false;
   config.tie_decoder = true;
@@ -134,7 +148,7 @@ Model prepare_model(const Dataset& train, std::vector<std::string> labels,
   if (from_encoder) {
     model.net.init_weights(opt.seed);
     copy_encoder_weights(base->net, model.net);
-  } else if (base && added > 0) {
+  } else if (base && (added > 0 || new_channel)) {
     model.net.init_weights(opt.seed);  // the new rows
     copy_weights(base->net, model.net, /*encoder_only=*/false);
   } else if (base) {

@@ -89,19 +89,24 @@ struct ModelCache {
   MlmCache<T> mlm;       // the masked-LM head's (forward_mlm)
 };
 
-// x = LayerNorm(word[ids] + type[0] + pos[0..T)): the embeddings. Every
-// input is one segment, so the token type row is 0's, as Hugging Face's
-// token_type_ids default.
+// x = LayerNorm(word[ids] + reading[ids] + type[0] + pos[0..T)): the
+// embeddings. Every input is one segment, so the token type row is 0's, as
+// Hugging Face's token_type_ids default. reading[id] is the mean of the rows
+// of the syllables the token is read as (0 when none, or without the channel).
 template <class T>
 struct Embeddings {
   Param<T> word;        // (V, C)
   Param<T> position;    // (max_len, C); unbound (value == nullptr) without position embeddings
   Param<T> token_type;  // (type_vocab_size, C); unbound without token types (zibert's own models)
+  Param<T> reading;     // (S, C); unbound without the reading channel
+  const TokenReadings* readings = nullptr;  // the config's, with `reading`
   LayerNorm<T> ln;
-  // ids (B*T) → sum (N, C) word + position, y (N, C); xhat and rstd for backward.
+  // word[id] + reading[id] (C): a token's own vector, before type and position.
+  void token(std::int32_t id, Eigen::Ref<Eigen::Matrix<T, 1, Eigen::Dynamic>> out) const;
+  // ids (B*T) → sum (N, C) word + reading + position, y (N, C); xhat and rstd for backward.
   void forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const;
-  // Differentiates y = LN(word[ids] + type[0] + pos): accumulates into the
-  // word, token type and position gradients ([PAD] rows carry none). dsum is scratch (N, C).
+  // Differentiates y = LN(word[ids] + reading[ids] + type[0] + pos): accumulates into the
+  // word, reading, token type and position gradients ([PAD] rows carry none). dsum is scratch (N, C).
   void backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dsum,
                 Buffer<T>& scratch) const;
 };
@@ -237,8 +242,9 @@ template <class T>
 void copy_encoder_weights(const Bert<T>& from, Bert<T>& to);
 // Every tensor of `to` (its encoder's only, when encoder_only) from the tensor
 // of that name in `from`. The word embeddings of `to` may have more rows
-// (train --extend-vocab): from's rows come first, and the rows past them keep
-// to's values (initialised as for training).
+// (train --extend-vocab), and so may its reading embeddings: from's rows come
+// first, and the rows past them keep to's values (initialised as for
+// training). A reading channel `from` lacks starts at zero.
 template <class T>
 void copy_weights(const Bert<T>& from, Bert<T>& to, bool encoder_only);
 

@@ -2,6 +2,7 @@
 // Hugging Face names them, with the one JSON form the model file stores.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,16 @@ namespace zibert {
 enum class Task { classify, mlm };
 const char* task_name(Task t);
 Task task_from_name(const std::string& name);  // throws Error naming the choices
+
+// The reading channel (ChineseBERT's pinyin embedding, Sun et al. 2021):
+// every token read as one or more Mandarin syllables (tones dropped) gains
+// the mean of their rows of bert.embeddings.reading_embeddings.weight
+// (syllables, C), so that characters read alike start out alike.
+struct TokenReadings {
+  std::vector<std::string> syllables;               // S, one per row
+  std::vector<std::vector<std::int32_t>> of_token;  // V lists of rows; empty for a token with no reading
+  bool operator==(const TokenReadings&) const = default;
+};
 
 struct ModelConfig {
   std::int64_t vocab_size = 0;
@@ -42,6 +53,8 @@ struct ModelConfig {
   std::int64_t type_vocab_size = 0;
   bool pooler = false;       // task mlm only: bert.pooler.* (a classifier always has one)
   bool tie_decoder = true;   // task mlm only: false adds cls.predictions.decoder.weight
+  // zibert's own option (train --reading-channel); null: none, as in BERT.
+  std::shared_ptr<const TokenReadings> readings;
   void validate() const;  // throws Error on an impossible shape
 };
 
