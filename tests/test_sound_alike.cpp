@@ -331,8 +331,11 @@ TEST_CASE("the hand-written forms check set: 50 sentences per kind, labels that 
     const bool named = ex.category == "alias" || ex.category == "translation";
     CHECK(mentions(ex.text, names) == named);
   }
-  CHECK(per_kind["typo"] + per_kind["typo-held-out"] == 50);
+  CHECK(per_kind["typo"] + per_kind["typo-held-out"] == 71);
+  CHECK(per_kind["typo-held-out"] == 37);  // 蔷 樯 眺 挑 腔: synth --hold-out 蔷樯眺挑腔
   for (const char* kind : {"pinyin", "alias", "translation", "near-miss"}) CHECK(per_kind[kind] == 50);
   CHECK(per_kind["description"] == 20);
+  CHECK(per_kind["mixed-english"] == 10);  // half translations (佛跳wall)
+  CHECK(per_kind["mixed-pinyin"] == 10);   // and half pinyin (fo跳墙)
   CHECK(texts.size() == data.rows.size());
 }
