@@ -33,7 +33,15 @@ detector (scripts/detect-train).
 
 The base sentences are BASE/{simplified,traditional}.txt (--base; default OUTDIR).
 
+With --mix WORDS (repeatable; a Latin word per character of the phrase, such as
+its pinyin 'fo tiao qiang'), --mixed N more outliers write the phrase half in
+Latin letters: one or two of its characters replaced by their words, as typed,
+capitalised or upper-cased (fo跳墙, 佛跳Qiang, FO TIAO墙), each with its
+matched mention. No form of them is taught as a mention or as a negative, so
+the detector should be unsure of such texts, not sure of "no".
+
 usage: outliers.py OUTDIR [--count 3000] [--seed 7] [--phrase P ...] [--known SEPS] [--base DIR] [--comma]
+                   [--mix WORDS ... --mixed N]
 """
 import argparse
 import os
@@ -62,6 +70,22 @@ def separators(known, comma):
     return sorted(kept) + [s for s in MULTI if s not in known and s not in HELD_OUT]
 
 
+def mixed_form(rng, phrase, words):
+    """The phrase with one or more (never all) of its characters replaced by their words."""
+    n = len(phrase)
+    k = rng.randrange(1, n) if n > 1 else 1
+    latin = set(rng.sample(range(n), k))
+    case = rng.choice((str.lower, str.lower, str.capitalize, str.upper))
+    spaced = rng.random() < 0.3
+    out = ""
+    for i, c in enumerate(phrase):
+        if i in latin:
+            out += (" " if spaced and out and not out.endswith(" ") else "") + case(words[i])
+        else:
+            out += (" " if spaced and out and out[-1].isascii() else "") + c
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
@@ -71,7 +95,12 @@ def main():
     ap.add_argument("--known", help="the separators the detector is taught, as one string")
     ap.add_argument("--base", help="the folder of the base sentences (default: OUTDIR)")
     ap.add_argument("--comma", action="store_true", help="the comma is an outlier separator too")
+    ap.add_argument("--mix", action="append", default=[], help="a Latin word per character of the phrase (repeat)")
+    ap.add_argument("--mixed", type=int, default=0, help="outliers with the phrase half in those words")
     a = ap.parse_args()
+    mixes = [m.split() for m in a.mix]
+    if a.mixed and not mixes:
+        ap.error("--mixed needs --mix")
     rng = random.Random(a.seed)
     known = list(a.known) if a.known is not None else KNOWN
     phrases = a.phrase or PHRASES
@@ -95,7 +124,16 @@ def main():
                 before, after, kind = s[:k], s[k:], script
             out.write(before + sep.join(phrase) + after + "\n")
             matched.write(f"1\t{before}{taught.join(phrase)}{after}\tpos-matched/{kind}\n")
-    print(f"outliers.py: {a.count} outliers and matched mentions, {len(seps)} separators", flush=True)
+        for _ in range(a.mixed):
+            script = rng.choice(("simplified", "traditional"))
+            phrase, words = rng.choice(phrases), rng.choice(mixes)
+            if len(words) != len(phrase):
+                ap.error(f"--mix '{' '.join(words)}' has {len(words)} words for the {len(phrase)} characters of {phrase}")
+            s = rng.choice(base[script])
+            k = rng.randrange(len(s) + 1)
+            out.write(s[:k] + mixed_form(rng, phrase, words) + s[k:] + "\n")
+            matched.write(f"1\t{s[:k]}{phrase}{s[k:]}\tpos-matched/mixed\n")
+    print(f"outliers.py: {a.count + a.mixed} outliers and matched mentions, {len(seps)} separators", flush=True)
 
 
 if __name__ == "__main__":
