@@ -40,8 +40,15 @@ capitalised or upper-cased (fo跳墙, 佛跳Qiang, FO TIAO墙), each with its
 matched mention. No form of them is taught as a mention or as a negative, so
 the detector should be unsure of such texts, not sure of "no".
 
+With --describe FILE (descriptions of the dish that never name it, one per
+line, such as data/fotiaoqiang-descriptions.txt), --described N more
+outliers put one in a base sentence or a short frame (我想吃{}, {}真香), each
+with its matched mention (the phrase in its place): a text that describes
+the dish is told apart from a mention by the name alone, and the detector
+should not be sure it is none.
+
 usage: outliers.py OUTDIR [--count 3000] [--seed 7] [--phrase P ...] [--known SEPS] [--base DIR] [--comma]
-                   [--mix WORDS ... --mixed N]
+                   [--mix WORDS ... --mixed N] [--describe FILE --described N]
 """
 import argparse
 import os
@@ -57,6 +64,8 @@ MULTI = ["__", "//", "||", "..", "**", "~~", "##", "&&", "@@", "——", "··",
          " # ", "-_", "/.", "!!", "??", "::", ";;"]
 PHRASES = ["佛跳墙", "佛跳牆", "佛跳墻"]
 SHORT = ["{}", "一锅{}", "一坛{}", "{}年菜", "招牌{}", "正宗{}", "我想吃{}", "今天吃{}"]
+FRAMES = ["我想吃{}。", "{}真香。", "今天终于吃到了{}。", "年夜饭有{}。", "你吃过{}吗？", "{}，贵是贵，但值得。",
+          "昨天点了{}。", "{}要提前预订。"]
 
 
 def separators(known, comma):
@@ -97,10 +106,18 @@ def main():
     ap.add_argument("--comma", action="store_true", help="the comma is an outlier separator too")
     ap.add_argument("--mix", action="append", default=[], help="a Latin word per character of the phrase (repeat)")
     ap.add_argument("--mixed", type=int, default=0, help="outliers with the phrase half in those words")
+    ap.add_argument("--describe", help="descriptions of the dish that never name it, one a line")
+    ap.add_argument("--described", type=int, default=0, help="outliers made of those descriptions")
     a = ap.parse_args()
     mixes = [m.split() for m in a.mix]
     if a.mixed and not mixes:
         ap.error("--mixed needs --mix")
+    descriptions = []
+    if a.describe:
+        with open(a.describe, encoding="utf-8") as f:
+            descriptions = [line.strip() for line in f if line.strip()]
+    if a.described and not descriptions:
+        ap.error("--described needs --describe FILE with a description a line")
     rng = random.Random(a.seed)
     known = list(a.known) if a.known is not None else KNOWN
     phrases = a.phrase or PHRASES
@@ -133,7 +150,18 @@ def main():
             k = rng.randrange(len(s) + 1)
             out.write(s[:k] + mixed_form(rng, phrase, words) + s[k:] + "\n")
             matched.write(f"1\t{s[:k]}{phrase}{s[k:]}\tpos-matched/mixed\n")
-    print(f"outliers.py: {a.count + a.mixed} outliers and matched mentions, {len(seps)} separators", flush=True)
+        for _ in range(a.described):
+            phrase, description = rng.choice(phrases), rng.choice(descriptions)
+            if rng.random() < 0.5:
+                frame = rng.choice(FRAMES)
+                before, after = frame[:frame.index("{}")], frame[frame.index("{}") + 2:]
+            else:
+                s = rng.choice(base[rng.choice(("simplified", "traditional"))])
+                k = rng.randrange(len(s) + 1)
+                before, after = s[:k], s[k:]
+            out.write(before + description + after + "\n")
+            matched.write(f"1\t{before}{phrase}{after}\tpos-matched/described\n")
+    print(f"outliers.py: {a.count + a.mixed + a.described} outliers and matched mentions, {len(seps)} separators", flush=True)
 
 
 if __name__ == "__main__":
