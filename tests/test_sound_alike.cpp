@@ -339,3 +339,48 @@ TEST_CASE("the hand-written forms check set: 50 sentences per kind, labels that 
   CHECK(per_kind["mixed-pinyin"] == 10);   // and half pinyin (fo跳墙)
   CHECK(texts.size() == data.rows.size());
 }
+
+TEST_CASE("synth --pinyin with tone marks writes the marked spellings too, and toneless ones still", "[sound][synth]") {
+  const Readings r = table();
+  SynthOptions o;
+  o.phrase = "佛跳墙";
+  o.readings = &r;
+  o.pinyin = {"Fó", "tiào", "qiáng"};
+  o.seed = 3;
+  o.copies = 4;
+  std::vector<BaseSentence> base;
+  for (int i = 0; i < 600; ++i) base.push_back({"今天的天气很好" + std::to_string(i), ""});
+  const SynthCorpus c = synthesize(base, o);
+  std::set<std::string> marked;
+  int toneless = 0;
+  for (const auto* split : {&c.train, &c.dev, &c.test})
+    for (const SynthExample& ex : *split) {
+      INFO(ex.text << " " << ex.category);
+      if (ex.category == "pos-pinyin") {
+        bool plain = false;
+        for (int style = 0; style < kPinyinStyles; ++style)
+          plain = plain || ex.text.find(pinyin_spelling({"fo", "tiao", "qiang"}, style)) != std::string::npos;
+        toneless += plain;
+        for (const char* form : {"fótiàoqiáng", "fó tiào qiáng"})
+          if (ex.text.find(form) != std::string::npos) marked.insert(form);
+        CHECK((plain || ex.text.find("fótiàoqiáng") != std::string::npos ||
+               ex.text.find("fó tiào qiáng") != std::string::npos));
+      }
+      if (ex.category == "neg-partial-pinyin") {  // part of the reading, marked or not, never all of it
+        CHECK(ex.text.find("fótiàoqiáng") == std::string::npos);
+        CHECK(ex.text.find("fó tiào qiáng") == std::string::npos);
+      }
+    }
+  CHECK(marked.size() == 2);
+  CHECK(toneless > 0);
+  // Tone numbers are no marks to write: the toneless styles only.
+  o.pinyin = {"fo2", "tiao4", "qiang2"};
+  int numbered = 0;
+  for (const SynthExample& ex : synthesize(base, o).train)
+    if (ex.category == "pos-pinyin") {
+      ++numbered;
+      CHECK(ex.text.find("ó") == std::string::npos);
+      CHECK(ex.text.find("fo2") == std::string::npos);
+    }
+  CHECK(numbered > 0);
+}

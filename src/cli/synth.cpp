@@ -134,7 +134,8 @@ Runner setup_synth(CLI::App& app) {
                  "Another name or a translation that counts as the phrase, used in all the forms the phrase takes "
                  "(repeatable: --alias 福寿全 --alias 'Buddha Jumps Over the Wall')");
   app.add_option("--pinyin", o->synth.pinyin,
-                 "The phrase's reading, a syllable per character, tones optional (--pinyin 'fo tiao qiang'); "
+                 "The phrase's reading, a syllable per character, tones optional (--pinyin 'fo tiao qiang'; "
+                 "with tone marks, 'fó tiào qiáng', the marked spellings are written too); "
                  "default: each character's readings in the table")
       ->delimiter(' ');
   app.add_option("--not-inside", o->synth.not_inside,

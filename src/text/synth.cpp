@@ -99,10 +99,17 @@ class Generator {
       const Text t = utf8_decode(h);
       held_out_.insert(held_out_.end(), t.begin(), t.end());
     }
+    bool marked = false;  // tone marks given (fó tiào qiáng): written so too
     for (const std::string& s : o.pinyin) {
       reading_.push_back(toneless_syllable(s));
       if (reading_.back().empty()) throw Error("synth: --pinyin \"" + s + "\" is not a pinyin syllable");
+      std::string lower = s;
+      for (char& ch : lower)
+        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+      marked_.push_back(lower);
+      marked = marked || (lower != reading_.back() && lower.find_first_of("0123456789") == std::string::npos);
     }
+    if (!marked) marked_.clear();
     if (!reading_.empty() && reading_.size() != phrases_[0].size())
       throw Error("synth: --pinyin gives " + std::to_string(reading_.size()) + " syllables for the " +
                   std::to_string(phrases_[0].size()) + " characters of " + o.phrase);
@@ -303,10 +310,7 @@ class Generator {
         p[i] = sounds_[pi]->draw(i, alike, rng);
         return insert_at(base, any, p);
       }
-      case Kind::PosPinyin: {
-        Text piece = utf8_decode(pinyin_spelling(reading_, static_cast<int>(rng.below(kPinyinStyles))));
-        return insert_at(base, any, spaced_apart(piece, rng));
-      }
+      case Kind::PosPinyin: return insert_at(base, any, spaced_apart(pinyin_piece(0, reading_.size(), rng), rng));
       case Kind::PosAlias: {
         // As the phrase is used: plain, quoted or spaced; a Latin name's case varied.
         const Text& a = aliases_[rng.below(aliases_.size())];
@@ -351,10 +355,7 @@ class Generator {
       case Kind::NegPartialPinyin: {
         // Part of the reading (tiaoqiang): not the whole name.
         const std::size_t start = rng.below(2);
-        std::vector<std::string> part(reading_.begin() + static_cast<std::ptrdiff_t>(start),
-                                      reading_.begin() + static_cast<std::ptrdiff_t>(start + reading_.size() - 1));
-        Text piece = utf8_decode(pinyin_spelling(part, static_cast<int>(rng.below(kPinyinStyles))));
-        return insert_at(base, any, spaced_apart(piece, rng));
+        return insert_at(base, any, spaced_apart(pinyin_piece(start, reading_.size() - 1, rng), rng));
       }
       case Kind::NegNearMiss:
         if (near_.empty()) return base;
@@ -370,7 +371,22 @@ class Generator {
   std::vector<Text> phrases_, near_, aliases_;
   std::vector<Text> not_inside_;  // the --not-inside strings
   Text held_out_;                 // characters never drawn as homophones
+  // The reading of syllables [start, start + count) as a pinyin keyboard's
+  // user writes it: a toneless style (kPinyinStyles), or, when --pinyin
+  // gave tone marks, the marked syllables joined or spaced (fótiàoqiáng).
+  Text pinyin_piece(std::size_t start, std::size_t count, Rng& rng) const {
+    const auto from = static_cast<std::ptrdiff_t>(start), to = static_cast<std::ptrdiff_t>(start + count);
+    const int style = static_cast<int>(rng.below(kPinyinStyles + (marked_.empty() ? 0 : 2)));
+    if (style < kPinyinStyles)
+      return utf8_decode(pinyin_spelling({reading_.begin() + from, reading_.begin() + to}, style));
+    std::string out;
+    for (auto it = marked_.begin() + from; it != marked_.begin() + to; ++it)
+      out += (out.empty() || style == kPinyinStyles ? "" : " ") + *it;
+    return utf8_decode(out);
+  }
+
   std::vector<std::string> reading_;  // the phrase's syllables, for pos-pinyin (empty: off)
+  std::vector<std::string> marked_;   // the same as --pinyin gave them with tone marks (empty: none given)
   std::vector<std::unique_ptr<PhraseSounds>> sounds_;  // per phrase and variant, with a readings table
   std::vector<double> shares_, weights_;               // per kind
   std::vector<std::string> notes_;
