@@ -247,13 +247,15 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
   // A readings table of its own (Unihan's lines for 小 笼 包 and 饱, which reads as 包 does).
   write_text(dir + "/readings.txt", "U+5305\tkMandarin\tbāo\nU+5C0F\tkMandarin\txiǎo\n"
                                     "U+7B3C\tkMandarin\tlóng\nU+9971\tkMandarin\tbǎo\n");
+  write_text(dir + "/about.txt", "一笼皮薄多汁的汤包\n那种咬开会流汤的小点心\n");  // descriptions, outliers
   RunResult help = run_shell(prefix + "/bin/zibert-detect-train --help");
   CHECK(help.status == 0);
   CHECK_THAT(help.out, Catch::Contains("--corpus FILE") && Catch::Contains("--prepare"));
   // PATH without the build tree: the installed script finds the installed zibert beside it.
   RunResult r = run_shell("cd " + dir + " && env -u ZIBERT_MODEL XDG_CACHE_HOME=" + dir + "/cache PATH=/usr/bin:/bin " +
                           prefix + "/bin/zibert-detect-train --phrase 小笼包 --corpus mine.txt --out xlb.safetensors "
-                          "--epochs 1 --threads 2 --reading-channel --readings readings.txt");
+                          "--epochs 1 --threads 2 --reading-channel --readings readings.txt --mix 'xiao long bao' "
+                          "--describe about.txt");
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("summary\tphrase=小笼包"));
@@ -263,7 +265,7 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
   CHECK(r.out == "120\n");
   // What it wrote: the model, and a cache only if it built opencc's variant table.
   r = run_shell("cd " + dir + " && find . -type f | grep -v '^./cache/' | sort");
-  CHECK(r.out == "./mine.txt\n./readings.txt\n./xlb.safetensors\n");
+  CHECK(r.out == "./about.txt\n./mine.txt\n./readings.txt\n./xlb.safetensors\n");
   write_text(dir + "/empty.txt", "\n\n");
   r = run_shell(prefix + "/bin/zibert-detect-train --phrase 小笼包 --corpus " + dir + "/empty.txt --out " + dir + "/e.safetensors");
   CHECK(r.status == 2);
