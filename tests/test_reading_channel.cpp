@@ -150,6 +150,11 @@ TEST_CASE("train --reading-channel: the model reads, info says so, bad flags are
                                "/dev.tsv --epochs 1 --quiet --out " + dir + "/m2.safetensors");
   REQUIRE(again.status == 0);
   CHECK(load_model(dir + "/m2.safetensors").config.readings);
+  // A stopped run resumes into the same bytes, the channel and its table included.
+  const std::string run = common + "--reading-channel --readings " + dir + "/readings.txt --batch 4 --seed 4 --out ";
+  REQUIRE(run_zibert(run + dir + "/whole.safetensors").status == 0);
+  interrupt_and_resume(run.substr(std::string("train ").size()) + dir + "/resumed.safetensors", dir + "/run.ckpt", 3);
+  CHECK(read_text(dir + "/resumed.safetensors") == read_text(dir + "/whole.safetensors"));
   RunResult table_alone = run_zibert(common + "--readings " + dir + "/readings.txt --out " + dir + "/x.safetensors");
   CHECK(table_alone.status == 2);
   CHECK(table_alone.err.find("--readings names the table of --reading-channel") != std::string::npos);

@@ -123,9 +123,8 @@ Model prepare_model(const Dataset& train, std::vector<std::string> labels,
   // added), or a new one when asked for.
   const TokenReadings* kept = base ? base->config.readings.get() : nullptr;
   const bool new_channel = opt.reading_channel && !kept;
-  if (!opt.readings_table.empty() && !new_channel && !(kept && added > 0))
-    throw Error("--readings names the table of --reading-channel, which " +
-                std::string(kept ? "the starting model has already" : "is not on"));
+  if (!opt.readings_table.empty() && !opt.reading_channel && !(kept && added > 0))
+    throw Error("--readings names the table of --reading-channel, which is not on");
   if (new_channel || (kept && added > 0)) {
     const Readings table = Readings::load(opt.readings_table.empty() ? kDebianUnihanReadings : opt.readings_table);
     const std::vector<std::string> tokens =
