@@ -337,6 +337,7 @@ TEST_CASE("the hand-written forms check set: 50 sentences per kind, labels that 
   CHECK(per_kind["description"] == 20);
   CHECK(per_kind["mixed-english"] == 10);  // half translations (佛跳wall)
   CHECK(per_kind["mixed-pinyin"] == 10);   // and half pinyin (fo跳墙)
+  CHECK(per_kind["pinyin-marked"] == 10);  // pinyin with tone marks (fó tiào qiáng)
   CHECK(texts.size() == data.rows.size());
 }
 
