@@ -90,7 +90,7 @@ TEST_CASE("a model with the reading channel keeps it in its file, and one withou
   CHECK(back.net.params() == model.net.params());
   CHECK(channel_probs(back, "佛跳蔷") == channel_probs(model, "佛跳蔷"));
   CHECK(encode_model(back) == encode_model(model));
-  // The channel moves the answer: the same weights without it answer otherwise.
+  // Its rows are a tensor of the file: one per syllable, C wide.
   CHECK(model.net.tensor("bert.embeddings.reading_embeddings.weight").shape ==
         std::vector<std::int64_t>{4, model.config.dim});
   // A model without it names no reading anywhere in its file.
