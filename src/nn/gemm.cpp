@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -12,6 +13,8 @@
 #endif
 
 #include "zibert/base/error.hpp"
+#include "zibert/nn/gemm_bf16.hpp"
+#include "transpose16.hpp"
 
 namespace zibert {
 
@@ -50,30 +53,7 @@ struct Simd {
   static Mask first(Index n) { return static_cast<Mask>(n >= kW ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1); }
   static V load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
   static void store(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
-  // r[i] becomes column i of the 16 x 16 block whose rows were r[0..15]:
-  // pairs of rows interleaved, then groups of four, then 128-bit lanes.
-  static void transpose(V (&r)[16]) {
-    V t[16], u[16];
-    for (int i = 0; i < 8; ++i) {
-      t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-      t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    // u[4k + j], lane L: column 4L + j of rows 4k .. 4k + 3
-    for (int k = 0; k < 4; ++k) {
-      u[4 * k + 0] = _mm512_shuffle_ps(t[4 * k + 0], t[4 * k + 2], 0x44);
-      u[4 * k + 1] = _mm512_shuffle_ps(t[4 * k + 0], t[4 * k + 2], 0xEE);
-      u[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
-      u[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; ++j) {
-      const V v0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), v1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
-      const V w0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
-      r[j] = _mm512_shuffle_f32x4(v0, w0, 0x88);
-      r[4 + j] = _mm512_shuffle_f32x4(v1, w1, 0x88);
-      r[8 + j] = _mm512_shuffle_f32x4(v0, w0, 0xDD);
-      r[12 + j] = _mm512_shuffle_f32x4(v1, w1, 0xDD);
-    }
-  }
+  static void transpose(V (&r)[16]) { transpose16(r); }
 };
 constexpr Index kMr = 14;  // rows of a tile: 14 x 2 accumulators of the 32 registers
 constexpr Index kMc = 98;  // rows of a packed A block (kMc x kKc) that stays in L2: 7 tiles
@@ -180,8 +160,22 @@ const char* gemm_isa_name() {
   }
 }
 
+namespace {
+std::atomic<MatmulPrecision> process_precision{MatmulPrecision::float32};
+}  // namespace
+
+void set_matmul_precision(MatmulPrecision precision) { process_precision = precision; }
+MatmulPrecision matmul_precision() { return process_precision.load(std::memory_order_relaxed); }
+
 void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
           const float* bias, int threads) {
+  if (matmul_precision() == MatmulPrecision::bfloat16)
+    return gemm_bf16(m, n, k, a, b, c, ldc, accumulate, bias, threads, bf16_isa());
+  gemm_f32(m, n, k, a, b, c, ldc, accumulate, bias, threads);
+}
+
+void gemm_f32(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
+              const float* bias, int threads) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate)

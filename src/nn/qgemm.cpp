@@ -10,6 +10,7 @@
 
 #include "zibert/base/error.hpp"
 #include "zibert/nn/quantize_rows.hpp"
+#include "amx.hpp"
 #include "qgemm_kernels.hpp"
 
 #if defined(__x86_64__)
@@ -242,7 +243,7 @@ bool detect(Int8Isa isa) {
     case Int8Isa::avx512_vnni:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-    case Int8Isa::amx_int8: return detect(Int8Isa::avx512_vnni) && amx_usable();
+    case Int8Isa::amx_int8: return detect(Int8Isa::avx512_vnni) && amx::usable(amx::Product::int8);
     case Int8Isa::avx_vnni:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_avx_vnni();
     case Int8Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");

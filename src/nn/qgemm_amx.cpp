@@ -4,27 +4,15 @@
 // accumulator tiles, two of x and two of the weights; the sums go through
 // memory to the same store as the AVX-512 VNNI path, so the outputs are the
 // same bits.
+#include "amx.hpp"
 #include "qgemm_kernels.hpp"
 
 #if defined(__x86_64__)
-#include <cpuid.h>
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
-
 #include <algorithm>
 
 namespace zibert::qgemm_detail {
 
 namespace {
-
-// The tile registers' shapes (palette 1): ldtilecfg's 64-byte operand.
-struct alignas(64) TileConfig {
-  std::uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  std::uint16_t colsb[16] = {};
-  std::uint8_t rows[16] = {};
-};
 
 constexpr Index kDepthBlock = 64;                  // bytes of a tile row: 16 groups of 4 depths
 constexpr Index kPanelBlock = kDepthBlock * 16;    // one depth block of a 16-column panel
@@ -74,27 +62,11 @@ __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) void amx_
 
 }  // namespace
 
-bool amx_usable() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  if (!((edx >> 24) & 1u) || !((edx >> 25) & 1u)) return false;  // AMX-TILE, AMX-INT8
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !((ecx >> 27) & 1u)) return false;  // OSXSAVE
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if (((lo >> 17) & 3u) != 3u) return false;  // XCR0: XTILECFG and XTILEDATA
-#if defined(__linux__)
-  constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
 
 __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) void amx_rows(const Product& p,
                                                                                  const std::int8_t* packed,
                                                                                  Index i0, Index i1) {
-  TileConfig config;
-  for (int t = 0; t < 8; ++t) config.rows[t] = 16, config.colsb[t] = 64;
+  const amx::TileConfig config;
   _tile_loadconfig(&config);
   const Index blocks = (p.k + kDepthBlock - 1) / kDepthBlock, panel_bytes = blocks * kPanelBlock;
   for (Index i = i0; i < i1; i += 32) {

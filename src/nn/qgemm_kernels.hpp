@@ -79,10 +79,6 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) inline void vnni_store(cons
   }
 }
 
-// AMX: the CPU has AMX-INT8 and AVX-512 VNNI, and the OS lets this process
-// use the tile data (Linux: arch_prctl ARCH_REQ_XCOMP_PERM, asked here).
-bool amx_usable();
-
 // Rows [i0, i1) of the product by AMX tiles; packed = pack_groups(..., 16, 16).
 void amx_rows(const Product& p, const std::int8_t* packed, Index i0, Index i1);
 

@@ -31,8 +31,23 @@ struct GemmOperand {
 // C += A B when accumulate, or C = bias + A B (bias, n floats, added to every
 // row) when a bias is given and not accumulate. threads > 1 splits C's rows
 // across OpenMP threads (only when not already inside a parallel region).
+// Runs at the process's matmul_precision().
 void gemm(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
           const float* bias = nullptr, int threads = 1);
+
+// The same product in float32 whatever the process's precision.
+void gemm_f32(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c, Index ldc, bool accumulate,
+              const float* bias = nullptr, int threads = 1);
+
+// The precision of the float products for the whole process, as PyTorch's
+// torch.set_float32_matmul_precision: float32 (the default), or bfloat16,
+// where gemm rounds both operands to bfloat16 and sums their (exact) products
+// in float32 (gemm_bf16.hpp). Set once, before any product runs (the CLI's
+// --bf16); the weights, activations and everything outside the products stay
+// float32.
+enum class MatmulPrecision { float32, bfloat16 };
+void set_matmul_precision(MatmulPrecision precision);
+MatmulPrecision matmul_precision();
 
 // The smallest row stride >= cols at which gemm reads a row-major A in place
 // instead of packing it (cols itself when there is none), for scratch

@@ -1,0 +1,115 @@
+// The bfloat16 product: rounding to bfloat16, every path against a double
+// reference over the rounded operands, rows that do not depend on the thread
+// count or their neighbours, and the process-wide precision that routes gemm.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "gradcheck.hpp"
+#include "zibert/base/error.hpp"
+#include "zibert/nn/gemm_bf16.hpp"
+
+using namespace zibert;
+using MF = MatR<float>;
+using MD = MatR<double>;
+
+namespace {
+
+MF bf16_test_matrix(Index rows, Index cols, std::uint64_t seed) { return test::uniform_matrix<float>(rows, cols, seed); }
+
+MD rounded_double(const MF& x) { return x.unaryExpr([](float v) { return round_to_bf16(v); }).cast<double>(); }
+
+std::vector<Bf16Isa> bf16_paths() {
+  std::vector<Bf16Isa> paths;
+  for (Bf16Isa isa : kBf16Isas)
+    if (bf16_isa_available(isa)) paths.push_back(isa);
+  return paths;
+}
+
+}  // namespace
+
+TEST_CASE("round_to_bf16 keeps 8 bits of mantissa, to nearest with ties to even", "[gemm_bf16]") {
+  CHECK(round_to_bf16(1.0f) == 1.0f);
+  CHECK(round_to_bf16(-3.5f) == -3.5f);
+  CHECK(round_to_bf16(1.0f + 1.0f / 256) == 1.0f);                       // a tie: to the even 1
+  CHECK(round_to_bf16(1.0f + 3.0f / 256) == 1.0f + 4.0f / 256);          // a tie: to the even 1 + 4/256
+  CHECK(round_to_bf16(1.0f + 1.0f / 256 + 1.0f / 4096) == 1.0f + 2.0f / 256);  // past the tie: up
+  CHECK(round_to_bf16(1.9999999f) == 2.0f);                               // the carry reaches the exponent
+  CHECK(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(std::isinf(round_to_bf16(std::numeric_limits<float>::max())));   // above bfloat16's largest
+}
+
+TEST_CASE("every bfloat16 path matches a double product of the rounded operands", "[gemm_bf16]") {
+  const std::vector<Bf16Isa> paths = bf16_paths();
+  REQUIRE(!paths.empty());
+  std::uint64_t seed = 11;
+  for (Bf16Isa isa : paths) {
+    double worst = 0;
+    // Around the 16-row tile and its 32-row block, the 16-column panel and
+    // the 32-column pair, the 32-deep tile row; 300 rows reach two threads.
+    for (Index m : {1, 15, 16, 17, 33, 70, 300})
+      for (Index n : {1, 15, 16, 17, 32, 33, 50})
+        for (Index k : {1, 31, 32, 33, 100})
+          for (int variant = 0; variant < 8; ++variant) {
+            const bool ta = variant & 1, tb = variant & 2, acc = variant & 4;
+            MF a = ta ? bf16_test_matrix(k, m, seed++) : bf16_test_matrix(m, k, seed++);
+            MF b = tb ? bf16_test_matrix(n, k, seed++) : bf16_test_matrix(k, n, seed++);
+            MF c = bf16_test_matrix(m, n, seed++);
+            Eigen::RowVectorXf bias = bf16_test_matrix(1, n, seed++);
+            const bool with_bias = !acc && (m + n + k) % 2 == 1;
+            const MD ad = rounded_double(a), bd = rounded_double(b);
+            MD want = (ta ? MD(ad.transpose()) : ad) * (tb ? MD(bd.transpose()) : bd);
+            if (acc) want += c.cast<double>();
+            if (with_bias) want.rowwise() += bias.cast<double>();
+            gemm_bf16(m, n, k, {a.data(), a.cols(), ta}, {b.data(), b.cols(), tb}, c.data(), c.cols(), acc,
+                      with_bias ? bias.data() : nullptr, m > 100 ? 2 : 1, isa);
+            worst = std::max(worst, (c.cast<double>() - want).cwiseAbs().maxCoeff() / static_cast<double>(k));
+          }
+    INFO("path " << bf16_isa_name(isa));
+    CHECK(worst < 1e-6);
+  }
+}
+
+TEST_CASE("a bfloat16 product's rows do not depend on the threads or the other rows", "[gemm_bf16]") {
+  const MF a = bf16_test_matrix(260, 200, 3), w = bf16_test_matrix(70, 200, 4);
+  for (Bf16Isa isa : bf16_paths()) {
+    INFO("path " << bf16_isa_name(isa));
+    MF one(260, 70), two(260, 70), part(9, 70);
+    gemm_bf16(260, 70, 200, {a.data(), 200}, {w.data(), 200, true}, one.data(), 70, false, nullptr, 1, isa);
+    gemm_bf16(260, 70, 200, {a.data(), 200}, {w.data(), 200, true}, two.data(), 70, false, nullptr, 2, isa);
+    gemm_bf16(9, 70, 200, {a.data() + 101 * 200, 200}, {w.data(), 200, true}, part.data(), 70, false, nullptr, 1, isa);
+    CHECK(one == two);
+    CHECK(part == one.middleRows(101, 9));
+  }
+}
+
+TEST_CASE("the process's matmul precision routes gemm to the bfloat16 product", "[gemm_bf16]") {
+  const MF a = bf16_test_matrix(40, 90, 5), b = bf16_test_matrix(90, 30, 6);
+  MF f32(40, 30), routed(40, 30), direct(40, 30);
+  REQUIRE(matmul_precision() == MatmulPrecision::float32);
+  gemm(a, false, b, false, f32, false);
+  set_matmul_precision(MatmulPrecision::bfloat16);
+  gemm(a, false, b, false, routed, false);
+  set_matmul_precision(MatmulPrecision::float32);
+  gemm_bf16(40, 30, 90, {a.data(), 90}, {b.data(), 30}, direct.data(), 30, false, nullptr, 1, bf16_isa());
+  CHECK(routed == direct);
+  CHECK(routed != f32);  // random operands are not bfloat16 values: the rounding shows
+  CHECK((routed - f32).cwiseAbs().maxCoeff() < 0.1f);
+}
+
+TEST_CASE("a packed bfloat16 weight gives gemm_bf16's bits", "[gemm_bf16]") {
+  const MF x = bf16_test_matrix(75, 130, 21), w = bf16_test_matrix(40, 130, 22);
+  const Eigen::RowVectorXf bias = bf16_test_matrix(1, 40, 23);
+  for (Bf16Isa isa : bf16_paths()) {
+    INFO("path " << bf16_isa_name(isa));
+    MF want(75, 40), got(75, 40);
+    gemm_bf16(75, 40, 130, {x.data(), 130}, {w.data(), 130, true}, want.data(), 40, false, bias.data(), 2, isa);
+    const Bf16Matrix packed(w.data(), 40, 130, isa);
+    packed.multiply(x, got, bias.data(), 2);
+    CHECK(got == want);
+  }
+  MF wrong(40, 41);  // 41 outputs for a weight of 40 rows
+  CHECK_THROWS_AS(Bf16Matrix(w.data(), 40, 130, Bf16Isa::emulated).multiply(w, wrong, nullptr), Error);
+}
