@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "gradcheck.hpp"
+#include "helpers.hpp"
 #include "zibert/base/error.hpp"
 #include "zibert/nn/gemm_bf16.hpp"
 
@@ -112,4 +114,24 @@ TEST_CASE("a packed bfloat16 weight gives gemm_bf16's bits", "[gemm_bf16]") {
   }
   MF wrong(40, 41);  // 41 outputs for a weight of 40 rows
   CHECK_THROWS_AS(Bf16Matrix(w.data(), 40, 130, Bf16Isa::emulated).multiply(w, wrong, nullptr), Error);
+}
+
+TEST_CASE("the commands that run a model take --bf16", "[gemm_bf16][cli]") {
+  const std::string dir = test::temp_dir(), model = std::string(ZIBERT_SOURCE_DIR) + "/models/fotiaoqiang.safetensors";
+  const std::string texts = test::write_demo_texts(dir);
+  // classify's labels on the demo texts are float32's
+  test::classify_same_labels(model, model + " --bf16", texts);
+  test::RunResult e = test::run_zibert("eval --bf16 -m " + model + " --data " ZIBERT_SOURCE_DIR "/data/demo.tsv --json");
+  REQUIRE(e.status == 0);
+  CHECK(nlohmann::json::parse(e.out)["accuracy"].get<double>() == 1.0);
+  test::RunResult t = test::run_zibert("train --bf16 -q --data " ZIBERT_SOURCE_DIR "/data/demo.tsv --layers 1 --dim 32 --heads 2 "
+                                 "--ffn 64 --epochs 1 --out " + dir + "/m.safetensors");
+  CHECK(t.status == 0);
+  test::RunResult b = test::run_zibert("bench --bf16 --infer-only --layers 1 --dim 32 --heads 2 --ffn 64 --seconds 0.05 --json");
+  REQUIRE(b.status == 0);
+  CHECK_THAT(nlohmann::json::parse(b.out)["products"].get<std::string>(), Catch::StartsWith("bfloat16 on "));
+  test::RunResult bad = test::run_shell("ZIBERT_BF16_ISA=sse9 " ZIBERT_BIN " classify --bf16 -m " + model + " " + texts);
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("choose amx-bf16 or emulated"));
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }

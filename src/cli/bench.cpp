@@ -108,6 +108,7 @@ Runner setup_bench(CLI::App& app) {
   for (const char* shape_flag : {"--layers", "--heads", "--dim", "--ffn", "--vocab"})
     shape->excludes(app.get_option(shape_flag));
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   app.add_flag("--json", o->json, "JSON output");
   return [o, batch] {
     if (o->bench.mlm && batch->count() == 0) o->bench.batch = kPretrainBatch;  // pretrain's steps at its default

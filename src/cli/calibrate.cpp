@@ -59,6 +59,7 @@ Runner setup_calibrate(CLI::App& app) {
   app.add_option("--out", o->out, "Where to write the calibrated model (may be the model itself)")->required();
   app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   return [o] { return run_calibrate(*o); };
 }
 

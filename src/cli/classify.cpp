@@ -368,6 +368,7 @@ Runner setup_classify(CLI::App& app) {
                "(on a terminal it is shown anyway)");
   CLI::Option* offset = add_line_offset_option(app, o->line_offset);
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   return [o, threshold, offset] {
     o->threshold_given = threshold->count() > 0;
     o->line_offset_given = offset->count() > 0;

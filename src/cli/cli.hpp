@@ -35,6 +35,8 @@ void add_model_option(CLI::App& app, std::string& model);
 // -m for the commands that write a model (calibrate, variants, quantize): no default.
 void add_required_model_option(CLI::App& app, std::string& model);
 void add_threads_option(CLI::App& app, int& threads);
+// --bf16: sets the process's matrix products to bfloat16 (nn/gemm_bf16.hpp).
+void add_bf16_option(CLI::App& app);
 void add_inputs_option(CLI::App& app, std::vector<std::string>& inputs);  // files, - or none for stdin
 void add_invalid_option(CLI::App& app, std::string& invalid);             // --invalid error|replace
 CLI::Option* add_threshold_option(CLI::App& app, double& threshold);

@@ -7,6 +7,7 @@
 
 #include "cli.hpp"
 #include "zibert/base/io.hpp"
+#include "zibert/nn/gemm_bf16.hpp"
 
 namespace zibert::cli {
 namespace {
@@ -95,6 +96,25 @@ void add_invalid_option(CLI::App& app, std::string& invalid) {
 
 void add_threads_option(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, "Threads (0 = all cores)")->check(CLI::Range(0, 1024))->capture_default_str();
+}
+
+void add_bf16_option(CLI::App& app) {
+  app.add_flag_callback(
+      "--bf16",
+      [] {
+        set_matmul_precision(MatmulPrecision::bfloat16);
+        Bf16Isa isa = Bf16Isa::emulated;
+        try {
+          isa = bf16_isa();  // ZIBERT_BF16_ISA may name a path this CPU lacks
+        } catch (const Error& e) {
+          throw CLI::ValidationError("--bf16", e.what());
+        }
+        if (isa == Bf16Isa::emulated && !bf16_isa_available(Bf16Isa::amx_bf16))
+          std::fprintf(stderr, "zibert: --bf16: this CPU has no AMX-BF16, so the bfloat16 products are emulated: "
+                               "the same results, no faster than float32\n");
+      },
+      "Matrix products in bfloat16 (operands rounded to 8-bit mantissas, sums in float32) on AMX where the CPU "
+      "has it; weights and everything outside the products stay float32");
 }
 
 CLI::Validator finite_range(double lo, double hi) {

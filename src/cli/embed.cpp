@@ -89,6 +89,7 @@ Runner setup_embed(CLI::App& app) {
   app.add_flag("--progress", o->progress, "Show progress on stderr even when it is not a terminal");
   add_line_offset_option(app, o->line_offset);
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   return [o] { return run_embed(*o); };
 }
 

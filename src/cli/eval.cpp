@@ -159,6 +159,7 @@ Runner setup_eval(CLI::App& app) {
   app.add_flag("--raw-probs", o->raw_probs,
                "Decide and score by the network's raw probabilities, not the calibrated ones");
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   return [o, threshold] {
     o->threshold_given = threshold->count() > 0;
     return run_eval(*o);

@@ -89,6 +89,7 @@ Runner setup_explain(CLI::App& app) {
                  "Also write attention heatmaps (every layer and head) as SVG; - writes the SVG alone to stdout");
   app.add_flag("--json", o->json, "Print every attention matrix, the tokens, occlusion and the prediction as JSON");
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   return [o, text] {
     o->text_given = text->count() > 0;
     return run_explain(*o);

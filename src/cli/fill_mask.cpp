@@ -100,6 +100,7 @@ Runner setup_fill_mask(CLI::App& app) {
   app.add_option("-k,--top-k", o->top_k, "Guesses per [MASK]")->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_flag("--json", o->json, "One JSON line per text: {text, masks: [[{token, score, sequence}, …], …]}");
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   return [o] { return run_fill_mask(*o); };
 }
 

@@ -45,6 +45,7 @@ Runner setup_pretrain(CLI::App& app) {
   from->excludes(min_count)->excludes(vocab_size);
   for (CLI::Option* opt : {min_count, vocab_size, from, lowercase}) init->excludes(opt);
   add_threads_option(app, o->threads);
+  add_bf16_option(app);
   app.add_flag("-q,--quiet", o->quiet, "No progress output");
   app.add_option("--log", o->train.log_path, "Write one JSON line per epoch (epoch, step, train loss, dev MLM loss "
                                               "and masked-token accuracy, lr, examples/s)");

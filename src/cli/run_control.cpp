@@ -46,6 +46,7 @@ void add_classifier_run_options(CLI::App& app, RunRequest& r, bool& no_calibrati
                                                "P(positive) (mention detectors), mean (default), first")
       ->check(CLI::IsMember({"max", "mean", "first"}));
   add_threads_option(app, r.threads);
+  add_bf16_option(app);
   app.add_flag("-q,--quiet", r.quiet, "No progress output");
   app.add_flag("--no-calibration", no_calibration,
                "Keep the network's raw probabilities (default: fit a temperature on the dev set, stored in the model)");

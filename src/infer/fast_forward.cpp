@@ -69,6 +69,21 @@ void encode(const Bert<T>& net, const Batch& batch, InferenceCache<T>& cache, co
 }
 
 template <class T>
+std::vector<const Linear<T>*> network_linears(const Bert<T>& net) {
+  std::vector<const Linear<T>*> out;
+  for (const EncoderLayer<T>& layer : net.layers())
+    for (const Linear<T>* lin : {&layer.attention.qkv, &layer.attention.output, &layer.up, &layer.down})
+      out.push_back(lin);
+  if (net.config().task == Task::classify) {
+    out.push_back(&net.head().pooler);
+    out.push_back(&net.head().classifier);
+  } else {
+    out.push_back(&net.mlm_head().transform);
+  }
+  return out;
+}
+
+template <class T>
 const LinearProducts<T>& float_products() {
   static const LinearProducts<T> products;
   return products;
@@ -134,6 +149,7 @@ void predict_batches(const Bert<T>& net, const std::vector<Batch>& batches, std:
 
 #define ZIBERT_INSTANTIATE(T)                                                                                 \
   template const LinearProducts<T>& float_products<T>();                                                       \
+  template std::vector<const Linear<T>*> network_linears<T>(const Bert<T>&);                                   \
   template CMatMap<T> infer_forward<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*, \
                                        const LinearProducts<T>&);                                                \
   template CMatMap<T> infer_hidden<T>(const Bert<T>&, const Batch&, InferenceCache<T>&, const EmbeddingTables<T>*,  \

@@ -6,29 +6,10 @@
 
 namespace zibert {
 
-namespace {
-
-// Every Linear of the network, in layout order.
-std::vector<const Linear<float>*> linears(const Bert<float>& net) {
-  std::vector<const Linear<float>*> out;
-  for (const EncoderLayer<float>& layer : net.layers())
-    for (const Linear<float>* lin : {&layer.attention.qkv, &layer.attention.output, &layer.up, &layer.down})
-      out.push_back(lin);
-  if (net.config().task == Task::classify) {
-    out.push_back(&net.head().pooler);
-    out.push_back(&net.head().classifier);
-  } else {
-    out.push_back(&net.mlm_head().transform);
-  }
-  return out;
-}
-
-}  // namespace
-
 Int8Net::Int8Net(const Model& model, Int8Isa isa) : isa_(isa) {
   if (!model.quantization) throw Error("the int8 path needs a quantized model (zibert quantize)");
   const Bert<float>& net = model.net;
-  for (const Linear<float>* lin : linears(net)) {
+  for (const Linear<float>* lin : network_linears<float>(net)) {
     // The layout's tensors that make up this weight: one, or query, key and
     // value stacked (the fused projection).
     const auto first = static_cast<std::size_t>(lin->weight.value - net.values());

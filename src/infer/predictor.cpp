@@ -13,7 +13,10 @@ Predictor::Predictor(const Model& model, double threshold, bool tables)
     throw Error("this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it with "
                 "zibert train --init, or use it with embed or fill-mask");
   if (tables) tables_ = embedding_tables(model.net);
-  if (model.quantization) int8_ = std::make_unique<Int8Net>(model);
+  if (model.quantization)
+    int8_ = std::make_unique<Int8Net>(model);
+  else if (matmul_precision() == MatmulPrecision::bfloat16)
+    bf16_ = std::make_unique<Bf16Net>(model.net);
 }
 
 std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_t>>& texts) {
@@ -32,7 +35,9 @@ WindowPlan Predictor::run_windows(const std::vector<std::vector<std::int32_t>>& 
   padded_tokens_ = plan.padded_tokens;
   probs.assign(plan.windows.size() * k, 0.0f);  // (windows, K)
   if (logits) logits->assign(plan.windows.size() * k, 0.0f);
-  const LinearProducts<float>& products = int8_ ? *int8_ : float_products<float>();
+  const LinearProducts<float>& products = int8_  ? static_cast<const LinearProducts<float>&>(*int8_)
+                                          : bf16_ ? *bf16_
+                                                  : float_products<float>();
   for_each_batch<float>(plan.passes.size(), caches_, [&](std::size_t b, InferenceCache<float>& cache) {
     const CMatMap<float> p = infer_forward(model_.net, plan.passes[b], cache, tables_.get(), products);
     for (std::size_t r = 0; r < plan.members[b].size(); ++r)

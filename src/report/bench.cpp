@@ -15,6 +15,7 @@
 #include "zibert/text/dataset.hpp"
 #include "zibert/base/error.hpp"
 #include "zibert/nn/gemm.hpp"
+#include "zibert/nn/gemm_bf16.hpp"
 #include "zibert/train/optimizer.hpp"
 #include "zibert/infer/predictor.hpp"
 #include "zibert/train/data_parallel.hpp"
@@ -181,8 +182,9 @@ double matmul_ceiling_gflops(std::int64_t n, double seconds, bool use_gemm) {
     b.data()[i] = float(rng.uniform() - 0.5);
   }
   auto product = [&] {
-    if (use_gemm)
-      gemm(a, false, b, false, c, false, nullptr, omp_get_max_threads());
+    if (use_gemm)  // float32 whatever the process's precision: the ceiling is float32's
+      gemm_f32(a.rows(), b.cols(), a.cols(), {a.data(), a.cols()}, {b.data(), b.cols()}, c.data(), c.cols(), false,
+               nullptr, omp_get_max_threads());
     else
       eigen_matmul<float>(a, false, b, false, c, false);
   };
@@ -219,6 +221,8 @@ namespace {
 
 // The ceiling is the faster of the two products this build has.
 void measure_ceiling(const BenchOptions& o, BenchResult& r) {
+  r.products = matmul_precision() == MatmulPrecision::bfloat16 ? std::string("bfloat16 on ") + bf16_isa_name(bf16_isa())
+                                                              : std::string("float32 on ") + gemm_isa_name();
   const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
   r.ceiling_eigen_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, false);
   if (gemm_is_native()) r.ceiling_gemm_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, true);
@@ -322,6 +326,7 @@ nlohmann::ordered_json bench_json(const BenchResult& r) {
   j["batch"] = r.options.batch;
   if (r.options.accumulate > 1) j["accumulate"] = r.options.accumulate;
   j["threads"] = r.options.threads;
+  j["products"] = r.products;
   j["data"] = r.data_desc;
   j["mean_tokens"] = r.mean_tokens;
   if (r.options.mlm) {
@@ -353,7 +358,7 @@ std::string bench_table(const BenchResult& r) {
   out << "run        batch " << r.options.batch
       << (r.options.accumulate > 1 ? " x " + std::to_string(r.options.accumulate) + " rounds" : std::string())
       << ", " << r.options.threads << " threads, " << fixed(r.options.seconds, 1)
-      << " s per phase\n";
+      << " s per phase, products in " << r.products << "\n";
   out << "data       " << r.data_desc << "; mean " << fixed(r.mean_tokens, 1) << " tokens with [CLS]/[SEP]\n\n";
   out << "phase       examples/s    tokens/s   GFLOP/s  of ceiling  padding  peak MB\n";
   auto row = [&](const char* name, const nlohmann::ordered_json& p) {

@@ -60,6 +60,10 @@ struct LinearProducts {
 };
 template <class T>
 const LinearProducts<T>& float_products();
+// Every Linear of the network, in layout order: what a LinearProducts twin
+// (Int8Net, Bf16Net) replaces.
+template <class T>
+std::vector<const Linear<T>*> network_linears(const Bert<T>& net);
 
 // Token rows per inference pass that keep one step's activations in a core's
 // L2 cache: the predictor cuts its batches to about this many.

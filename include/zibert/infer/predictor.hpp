@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "zibert/infer/fast_forward.hpp"
+#include "zibert/infer/bf16_net.hpp"
 #include "zibert/infer/int8_net.hpp"
 #include "zibert/infer/window_plan.hpp"
 #include "zibert/model/model.hpp"
@@ -31,7 +32,8 @@ class Predictor {
   // kMaxTableBytes); false multiplies them out. The two agree up to
   // rounding; either way a text's prediction does not depend on the others.
   // A quantized model (model.quantization) predicts by its int8 twins
-  // (Int8Net) on the fastest path this CPU has.
+  // (Int8Net) on the fastest path this CPU has; a float one, when the
+  // process's matmul precision is bfloat16, by bfloat16 twins (Bf16Net).
   explicit Predictor(const Model& model, double threshold = 0.5, bool tables = true);
   // texts are normalised characters (see normalize()).
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
@@ -76,6 +78,7 @@ class Predictor {
   bool raw_ = false;
   std::unique_ptr<EmbeddingTables<float>> tables_;
   std::unique_ptr<Int8Net> int8_;              // a quantized model's products
+  std::unique_ptr<Bf16Net> bf16_;              // the float model's at bfloat16 precision (--bf16)
   std::vector<InferenceCache<float>> caches_;  // one per thread
   std::int64_t padded_tokens_ = 0;
 };

@@ -55,6 +55,7 @@ struct BenchResult {
   BenchPhase train, infer, mlm;
   BenchPhase infer_int8;           // with options.int8: the quantized network's inference
   std::string int8_isa;            // the int8 kernels it ran on
+  std::string products;            // the float products: "float32 on avx512", "bfloat16 on amx-bf16", …
   double ceiling_gflops = 0;       // the faster of the two below
   double ceiling_gemm_gflops = 0;  // zibert's gemm (0 when it falls back to Eigen)
   double ceiling_eigen_gflops = 0;
