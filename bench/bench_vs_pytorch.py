@@ -12,12 +12,16 @@ bench --int8 (the network quantized as zibert quantize does) against
 torch.quantization.quantize_dynamic on the Linear layers, on the faster of
 the quantized engines Debian's PyTorch offers (onednn, qnnpack).
 
+With --bf16 both sides run their matrix products in bfloat16: zibert bench
+--bf16 (AMX where the CPU has it) against the model under PyTorch's
+torch.autocast("cpu", dtype=torch.bfloat16) (oneDNN's bfloat16 kernels).
+
 With --max-len 512 the texts are 300-500 characters long and the batch is 8
 (long inputs); PyTorch then runs under a 16 GiB address-space cap.
 
 usage: bench/bench-vs-pytorch [--threads 2] [--batch 32 (64 with --mlm, 8 at --max-len 512)] [--seconds 5]
                                 [--mlm | --int8] [--rounds 3] [--texts 4096] [--shape NAME] [--max-len 128|512]
-                                [--json] [--zibert BIN]
+                                [--bf16] [--json] [--zibert BIN]
 """
 import argparse
 import json
@@ -73,7 +77,7 @@ def shape_flags(args, shape):
 def run_zibert(args, data, shape):
     cmd = [args.zibert, "bench", "--data", data, "--json", "--threads", str(args.threads), "--batch", str(args.batch),
            "--seconds", str(args.seconds)] + shape_flags(args, shape) + (["--mlm"] if args.mlm else []) + \
-        (["--int8", "--infer-only"] if args.int8 else [])
+        (["--int8", "--infer-only"] if args.int8 else []) + (["--bf16"] if args.bf16 else [])
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
@@ -87,7 +91,7 @@ def run_torch(args, data, shape):
         env.pop(name, None)
     cmd = ["/usr/bin/python3", os.path.join(ROOT, "bench", "torch_bench.py"), "--data", data, "--threads",
            str(args.threads), "--batch", str(args.batch), "--seconds", str(args.seconds)] + shape_flags(args, shape) + \
-        (["--mlm"] if args.mlm else []) + (["--int8"] if args.int8 else [])
+        (["--mlm"] if args.mlm else []) + (["--int8"] if args.int8 else []) + (["--bf16"] if args.bf16 else [])
 
     def cap():
         if args.max_len > 128:
@@ -117,9 +121,11 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--mlm", action="store_true", help="masked-LM pretraining instead of training and inference")
     ap.add_argument("--int8", action="store_true", help="float32 and int8 inference instead")
+    ap.add_argument("--bf16", action="store_true",
+                    help="matrix products in bfloat16 on both sides (zibert --bf16, PyTorch autocast)")
     args = ap.parse_args()
-    if args.mlm and args.int8:
-        ap.error("--mlm and --int8 exclude each other")
+    if args.mlm + args.int8 + args.bf16 > 1:
+        ap.error("--mlm, --int8 and --bf16 exclude each other")
     if args.batch is None:
         args.batch = 64 if args.mlm else 8 if args.max_len == 512 else 32
     phases = ("pretrain",) if args.mlm else ("inference", "inference_int8") if args.int8 else ("train", "inference")
@@ -157,6 +163,7 @@ def main():
     print(f"{args.texts} generated texts of {'-'.join(map(str, LENGTHS[args.max_len]))} characters, "
           f"max-len {args.max_len}, batch {args.batch}, {args.threads} threads, "
           f"median of {args.rounds} rounds of {args.seconds:g} s per phase; PyTorch {results[0]['torch']}" +
+          (", products in bfloat16 (zibert --bf16, PyTorch autocast)" if args.bf16 else "") +
           (f", int8 engine {results[0]['torch_int8_engine']}" if args.int8 else ""))
     print(f"{'shape':<28} {'phase':<10} {'zibert ex/s':>11} {'PyTorch ex/s':>12} {'ratio':>6} "
           f"{'zibert GFLOP/s':>14} {'of ceiling':>10} {'PyTorch GFLOP/s':>15} {'peak MB: zibert':>15} {'PyTorch':>7}")

@@ -23,6 +23,7 @@ usage: bench/torch_bench.py --data F.tsv --threads N --batch B --seconds S
                               --layers L --heads H --dim C --ffn F --max-len T [--mlm | --int8]
 """
 import argparse
+import contextlib
 import json
 import random
 import resource
@@ -192,6 +193,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--mlm", action="store_true", help="measure masked-LM pretraining instead")
     ap.add_argument("--int8", action="store_true", help="measure float32 and dynamic-int8 inference only")
+    ap.add_argument("--bf16", action="store_true",
+                    help="products in bfloat16: the model run under torch.autocast('cpu', dtype=torch.bfloat16)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -204,17 +207,22 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     opt, sched = optimizer(model)
 
+    def products():
+        return torch.autocast("cpu", dtype=torch.bfloat16) if a.bf16 else contextlib.nullcontext()
+
     def train_step(ids, y):
         opt.zero_grad(set_to_none=True)
-        loss = Fn.cross_entropy(model(ids), y)
+        with products():
+            logits = model(ids)
+        loss = Fn.cross_entropy(logits.float(), y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
 
     def infer_step(ids, y):
-        with torch.inference_mode():
-            torch.softmax(model(ids), dim=-1)
+        with torch.inference_mode(), products():
+            torch.softmax(model(ids).float(), dim=-1)
 
     if a.int8:
         print(json.dumps(int8_main(a, model, seqs, lengths, n_labels, params, vocab)))
@@ -224,7 +232,7 @@ def main():
     model.eval()
     infer = run_phase(plan(lengths, a.batch, None), seqs, infer_step, a.seconds, 1.0, a, n_labels, whole=True)
     print(json.dumps(dict(torch=torch.__version__, threads=torch.get_num_threads(), parameters=params,
-                          vocab_size=vocab, train=train, inference=infer)))
+                          vocab_size=vocab, bf16=a.bf16, train=train, inference=infer)))
 
 
 def int8_main(a, model, seqs, lengths, n_labels, params, vocab):
