@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gradcheck.hpp"
+#include "product_check.hpp"
 #include "zibert/nn/gemm.hpp"
 
 using namespace zibert;
@@ -23,30 +24,15 @@ double relative_error(const MF& got, const MD& want, Index k) {
 }  // namespace
 
 TEST_CASE("gemm matches a double reference for every transposition and edge size", "[gemm]") {
-  std::uint64_t seed = 1;
-  double worst = 0;
-  int cases = 0;
   // Around the 14-row tile, the 32-column panel (and its 16-column half), the
   // 98-row block and the 256-deep block.
-  for (Index m : {1, 13, 14, 15, 99, 200})
-    for (Index n : {1, 15, 16, 17, 32, 33, 70})
-      for (Index k : {1, 5, 255, 256, 257, 600})
-        for (int variant = 0; variant < 8; ++variant) {
-          const bool ta = variant & 1, tb = variant & 2, acc = variant & 4;
-          MF a = ta ? random_float(k, m, seed++) : random_float(m, k, seed++);
-          MF b = tb ? random_float(n, k, seed++) : random_float(k, n, seed++);
-          MF c = random_float(m, n, seed++);
-          Eigen::RowVectorXf bias = random_float(1, n, seed++);
-          const bool with_bias = !acc && (m + n + k) % 2 == 1;
-          MD ad = a.cast<double>(), bd = b.cast<double>();
-          MD want = (ta ? MD(ad.transpose()) : ad) * (tb ? MD(bd.transpose()) : bd);
-          if (acc) want += c.cast<double>();
-          if (with_bias) want.rowwise() += bias.cast<double>();
-          gemm(a, ta, b, tb, c, acc, with_bias ? bias.data() : nullptr, m > 100 ? 2 : 1);
-          worst = std::max(worst, relative_error(c, want, k));
-          ++cases;
-        }
-  INFO(cases << " products, gemm native: " << gemm_is_native());
+  const double worst = test::worst_product_error(
+      {1, 13, 14, 15, 99, 200}, {1, 15, 16, 17, 32, 33, 70}, {1, 5, 255, 256, 257, 600}, 1,
+      [](Index m, Index n, Index k, GemmOperand a, GemmOperand b, MF& c, bool acc, const float* bias, int threads) {
+        gemm(m, n, k, a, b, c.data(), c.cols(), acc, bias, threads);
+      },
+      [](float x) { return x; });
+  INFO("gemm native: " << gemm_is_native());
   CHECK(worst < 1e-6);
 }
 

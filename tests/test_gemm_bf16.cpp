@@ -10,18 +10,16 @@
 
 #include "gradcheck.hpp"
 #include "helpers.hpp"
+#include "product_check.hpp"
 #include "zibert/base/error.hpp"
 #include "zibert/nn/gemm_bf16.hpp"
 
 using namespace zibert;
 using MF = MatR<float>;
-using MD = MatR<double>;
 
 namespace {
 
 MF bf16_test_matrix(Index rows, Index cols, std::uint64_t seed) { return test::uniform_matrix<float>(rows, cols, seed); }
-
-MD rounded_double(const MF& x) { return x.unaryExpr([](float v) { return round_to_bf16(v); }).cast<double>(); }
 
 std::vector<Bf16Isa> bf16_paths() {
   std::vector<Bf16Isa> paths;
@@ -46,29 +44,14 @@ TEST_CASE("round_to_bf16 keeps 8 bits of mantissa, to nearest with ties to even"
 TEST_CASE("every bfloat16 path matches a double product of the rounded operands", "[gemm_bf16]") {
   const std::vector<Bf16Isa> paths = bf16_paths();
   REQUIRE(!paths.empty());
-  std::uint64_t seed = 11;
   for (Bf16Isa isa : paths) {
-    double worst = 0;
     // Around the 16-row tile and its 32-row block, the 16-column panel and
     // the 32-column pair, the 32-deep tile row; 300 rows reach two threads.
-    for (Index m : {1, 15, 16, 17, 33, 70, 300})
-      for (Index n : {1, 15, 16, 17, 32, 33, 50})
-        for (Index k : {1, 31, 32, 33, 100})
-          for (int variant = 0; variant < 8; ++variant) {
-            const bool ta = variant & 1, tb = variant & 2, acc = variant & 4;
-            MF a = ta ? bf16_test_matrix(k, m, seed++) : bf16_test_matrix(m, k, seed++);
-            MF b = tb ? bf16_test_matrix(n, k, seed++) : bf16_test_matrix(k, n, seed++);
-            MF c = bf16_test_matrix(m, n, seed++);
-            Eigen::RowVectorXf bias = bf16_test_matrix(1, n, seed++);
-            const bool with_bias = !acc && (m + n + k) % 2 == 1;
-            const MD ad = rounded_double(a), bd = rounded_double(b);
-            MD want = (ta ? MD(ad.transpose()) : ad) * (tb ? MD(bd.transpose()) : bd);
-            if (acc) want += c.cast<double>();
-            if (with_bias) want.rowwise() += bias.cast<double>();
-            gemm_bf16(m, n, k, {a.data(), a.cols(), ta}, {b.data(), b.cols(), tb}, c.data(), c.cols(), acc,
-                      with_bias ? bias.data() : nullptr, m > 100 ? 2 : 1, isa);
-            worst = std::max(worst, (c.cast<double>() - want).cwiseAbs().maxCoeff() / static_cast<double>(k));
-          }
+    const double worst = test::worst_product_error(
+        {1, 15, 16, 17, 33, 70, 300}, {1, 15, 16, 17, 32, 33, 50}, {1, 31, 32, 33, 100}, 11,
+        [isa](Index m, Index n, Index k, GemmOperand a, GemmOperand b, MF& c, bool acc, const float* bias,
+              int threads) { gemm_bf16(m, n, k, a, b, c.data(), c.cols(), acc, bias, threads, isa); },
+        round_to_bf16);
     INFO("path " << bf16_isa_name(isa));
     CHECK(worst < 1e-6);
   }

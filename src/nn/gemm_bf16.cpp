@@ -44,7 +44,7 @@ void emulated_gemm(Index m, Index n, Index k, const GemmOperand& a, const GemmOp
 #if defined(__x86_64__)
 
 #define ZIBERT_BF16_TARGET \
-  __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+  __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
 using Bf16 = std::uint16_t;
 constexpr Index kDepth = 32;                    // depths of a tile row: 32 bfloat16, 64 bytes
@@ -131,39 +131,18 @@ ZIBERT_BF16_TARGET void pack_a_rows(const GemmOperand& a, Index k, Index kpad, I
   }
 }
 
-// One block of up to 32 x 32 outputs over every depth block: tiles 0-3 sum
-// it (0 top left, 1 top right, 2 bottom left, 3 bottom right), 4-5 hold A's
-// two row tiles, 6-7 B's two column tiles. C = base + sums, where row r of
-// base is at base + r * base_ld (C itself to accumulate, a bias row with
-// base_ld 0, or nullptr).
+// One block of up to 32 x 32 outputs over every depth block, summed in the
+// tiles (amx::sum_block): C = base + sums, where row r of base is at
+// base + r * base_ld (C itself to accumulate, a bias row with base_ld 0, or
+// nullptr). Rows past `rows` are summed from the padding and never stored.
 template <bool kTwoRows, bool kTwoCols>
 ZIBERT_BF16_TARGET void bf16_block(const Bf16* a, Index kpad, const Bf16* panel, Index panel_elems, Index blocks,
                                   float* c, Index ldc, Index rows, Index cols, const float* base, Index base_ld) {
-  const long lda = static_cast<long>(kpad * sizeof(Bf16));
-  _tile_zero(0);
-  if constexpr (kTwoCols) _tile_zero(1);
-  if constexpr (kTwoRows) _tile_zero(2);
-  if constexpr (kTwoRows && kTwoCols) _tile_zero(3);
-  for (Index b = 0; b < blocks; ++b) {
-    _tile_loadd(4, a + b * kDepth, lda);
-    _tile_loadd(6, panel + b * kPanelBlock, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (kTwoCols) {
-      _tile_loadd(7, panel + panel_elems + b * kPanelBlock, 64);
-      _tile_dpbf16ps(1, 4, 7);
-    }
-    if constexpr (kTwoRows) {
-      _tile_loadd(5, a + kTileRows * kpad + b * kDepth, lda);
-      _tile_dpbf16ps(2, 5, 6);
-      if constexpr (kTwoCols) _tile_dpbf16ps(3, 5, 7);
-    }
-  }
   alignas(64) float sums[32][32];
-  constexpr long kLd = 32 * sizeof(float);
-  _tile_stored(0, &sums[0][0], kLd);
-  if constexpr (kTwoCols) _tile_stored(1, &sums[0][16], kLd);
-  if constexpr (kTwoRows) _tile_stored(2, &sums[16][0], kLd);
-  if constexpr (kTwoRows && kTwoCols) _tile_stored(3, &sums[16][16], kLd);
+  amx::sum_block<amx::Product::bf16, kTwoRows, kTwoCols>(
+      reinterpret_cast<const std::uint8_t*>(a), static_cast<long>(kpad * sizeof(Bf16)),
+      reinterpret_cast<const std::uint8_t*>(panel), static_cast<long>(panel_elems * sizeof(Bf16)),
+      static_cast<long>(blocks), sums);
   const __mmask16 mask[2] = {first16(cols), first16(cols - 16)};
   for (Index r = 0; r < rows; ++r)
     for (int v = 0; v < (kTwoCols ? 2 : 1); ++v) {

@@ -17,40 +17,19 @@ namespace {
 constexpr Index kDepthBlock = 64;                  // bytes of a tile row: 16 groups of 4 depths
 constexpr Index kPanelBlock = kDepthBlock * 16;    // one depth block of a 16-column panel
 
-// One block of up to 32 rows x 32 columns: tiles 0-3 sum it (0 top left, 1
-// top right, 2 bottom left, 3 bottom right), 4-5 hold x's two row tiles,
-// 6-7 the weights' two column tiles. Rows past `rows` are summed from the
-// buffer's padding and never stored.
+// One block of up to 32 rows x 32 columns: summed in the tiles
+// (amx::sum_block), then stored as the AVX-512 VNNI path stores. Rows past
+// `rows` are summed from the buffer's padding and never stored.
 template <bool kTwoRows, bool kTwoCols>
-__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) void amx_block(
+__attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl"))) void amx_block(
     const Product& p, const std::int8_t* panel, Index panel_bytes, Index blocks, Index row0, Index rows, Index col0,
     Index cols) {
   const Index lda = p.x.ld;
-  const std::uint8_t* a = p.x.values.data() + row0 * lda;
-  _tile_zero(0);
-  if constexpr (kTwoCols) _tile_zero(1);
-  if constexpr (kTwoRows) _tile_zero(2);
-  if constexpr (kTwoRows && kTwoCols) _tile_zero(3);
-  for (Index b = 0; b < blocks; ++b) {
-    _tile_loadd(4, a + b * kDepthBlock, lda);
-    _tile_loadd(6, panel + b * kPanelBlock, 64);
-    _tile_dpbusd(0, 4, 6);
-    if constexpr (kTwoCols) {
-      _tile_loadd(7, panel + panel_bytes + b * kPanelBlock, 64);
-      _tile_dpbusd(1, 4, 7);
-    }
-    if constexpr (kTwoRows) {
-      _tile_loadd(5, a + 16 * lda + b * kDepthBlock, lda);
-      _tile_dpbusd(2, 5, 6);
-      if constexpr (kTwoCols) _tile_dpbusd(3, 5, 7);
-    }
-  }
   alignas(64) std::int32_t sums[32][32];  // (rows, columns) of the block
-  constexpr long kLd = 32 * sizeof(std::int32_t);
-  _tile_stored(0, &sums[0][0], kLd);
-  if constexpr (kTwoCols) _tile_stored(1, &sums[0][16], kLd);
-  if constexpr (kTwoRows) _tile_stored(2, &sums[16][0], kLd);
-  if constexpr (kTwoRows && kTwoCols) _tile_stored(3, &sums[16][16], kLd);
+  amx::sum_block<amx::Product::int8, kTwoRows, kTwoCols>(p.x.values.data() + row0 * lda, static_cast<long>(lda),
+                                                         reinterpret_cast<const std::uint8_t*>(panel),
+                                                         static_cast<long>(panel_bytes), static_cast<long>(blocks),
+                                                         sums);
   constexpr int kVecs = kTwoCols ? 2 : 1;
   for (Index half = 0; half < (kTwoRows ? 2 : 1); ++half) {
     __m512i acc[16][kVecs];
@@ -63,7 +42,7 @@ __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) void amx_
 }  // namespace
 
 
-__attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl"))) void amx_rows(const Product& p,
+__attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl"))) void amx_rows(const Product& p,
                                                                                  const std::int8_t* packed,
                                                                                  Index i0, Index i1) {
   const amx::TileConfig config;
