@@ -80,9 +80,12 @@ ZIBERT_BF16_TARGET void pack_b_panel(const GemmOperand& b, Index k, Index n, Ind
       const __mmask16 lo = first16(k - p0), hi = first16(k - p0 - 16);
       __m512 lanes[16];
       for (Index j = 0; j < 16; ++j) {
+        if (j >= cols) {
+          lanes[j] = _mm512_setzero_ps();
+          continue;
+        }
         const float* src = b.data + (j0 + j) * b.ld + p0;
-        lanes[j] = j < cols ? _mm512_castsi512_ps(to_bf16(_mm512_maskz_loadu_ps(lo, src), _mm512_maskz_loadu_ps(hi, src + 16)))
-                            : _mm512_setzero_ps();
+        lanes[j] = _mm512_castsi512_ps(to_bf16(_mm512_maskz_loadu_ps(lo, src), _mm512_maskz_loadu_ps(hi, src + 16)));
       }
       transpose16(lanes);
       for (Index r = 0; r < 16; ++r) _mm512_storeu_ps(dst + r * 2 * kPanel, lanes[r]);
