@@ -337,7 +337,8 @@ Runner setup_classify(CLI::App& app) {
       "  zibert classify --filter -v notes.txt          # the lines that do not mention it\n"
       "  tail -f chat.log | zibert classify --filter      # runs until Ctrl-C\n"
       "  if zibert classify --filter -q notes.txt; then echo mentioned; fi\n"
-      "  zibert classify --document menu.txt");
+      "  zibert classify --document menu.txt\n"
+      "  zibert classify --bf16 notes.txt                 # bfloat16 products: faster on CPUs with AMX");
   add_inputs_option(app, o->inputs);
   add_model_option(app, o->model);
   app.add_option("--format", o->format, "Output format")->check(CLI::IsMember({"tsv", "jsonl"}))->capture_default_str();
