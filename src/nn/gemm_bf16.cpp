@@ -243,6 +243,11 @@ bool detect_bf16(Bf16Isa isa) {
 
 }  // namespace
 
+std::string matmul_products_name() {
+  return matmul_precision() == MatmulPrecision::bfloat16 ? std::string("bfloat16 on ") + bf16_isa_name(bf16_isa())
+                                                         : std::string("float32 on ") + gemm_isa_name();
+}
+
 const char* bf16_isa_name(Bf16Isa isa) { return isa == Bf16Isa::amx_bf16 ? "amx-bf16" : "emulated"; }
 
 bool bf16_isa_available(Bf16Isa isa) {
@@ -288,8 +293,7 @@ Bf16Matrix::Bf16Matrix(const float* w, Index n, Index k, Bf16Isa isa) : n_(n), k
     return;
   }
 #endif
-  rounded_.resize(static_cast<std::size_t>(n * k));
-  std::transform(w, w + n * k, rounded_.begin(), round_to_bf16);
+  values_.assign(w, w + n * k);  // the emulation rounds its operands itself
 }
 
 void Bf16Matrix::multiply(const CRef<float>& x, Ref<float> y, const float* bias, int threads) const {
@@ -301,9 +305,8 @@ void Bf16Matrix::multiply(const CRef<float>& x, Ref<float> y, const float* bias,
     return amx_bf16_packed(m, n_, k_, {x.data(), x.outerStride()}, packed_.data(), y.data(), y.outerStride(), false,
                            bias, threads);
 #endif
-  std::vector<float> rx(static_cast<std::size_t>(m * k_));
-  for (Index i = 0; i < m; ++i) std::transform(x.row(i).data(), x.row(i).data() + k_, rx.data() + i * k_, round_to_bf16);
-  gemm_f32(m, n_, k_, {rx.data(), k_}, {rounded_.data(), k_, true}, y.data(), y.outerStride(), false, bias, threads);
+  emulated_gemm(m, n_, k_, {x.data(), x.outerStride()}, {values_.data(), k_, true}, y.data(), y.outerStride(), false,
+                bias, threads);
 }
 
 }  // namespace zibert

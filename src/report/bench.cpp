@@ -219,10 +219,10 @@ bool reset_peak_rss() {
 
 namespace {
 
-// The ceiling is the faster of the two products this build has.
-void measure_ceiling(const BenchOptions& o, BenchResult& r) {
-  r.products = matmul_precision() == MatmulPrecision::bfloat16 ? std::string("bfloat16 on ") + bf16_isa_name(bf16_isa())
-                                                              : std::string("float32 on ") + gemm_isa_name();
+// The machine's side of a result: which products ran, and the ceiling, the
+// faster of the two float32 products this build has.
+void measure_machine(const BenchOptions& o, BenchResult& r) {
+  r.products = matmul_products_name();
   const double ceiling_seconds = std::min(o.seconds, 2.0) / 2;
   r.ceiling_eigen_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, false);
   if (gemm_is_native()) r.ceiling_gemm_gflops = matmul_ceiling_gflops(o.ceiling_size, ceiling_seconds, true);
@@ -257,7 +257,7 @@ BenchResult run_model_bench(const BenchOptions& o) {
   else
     r.infer = bench_infer_phase(o, model, d);
   if (model.quantization) r.int8_isa = int8_isa_name(int8_isa());
-  measure_ceiling(o, r);
+  measure_machine(o, r);
   return r;
 }
 
@@ -297,7 +297,7 @@ BenchResult run_bench(const BenchOptions& o) {
         r.infer = bench_infer_phase(o, model, d);
     }
   }
-  measure_ceiling(o, r);
+  measure_machine(o, r);
   return r;
 }
 

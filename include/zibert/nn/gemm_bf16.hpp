@@ -14,6 +14,7 @@
 // give the same bits.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "zibert/nn/gemm.hpp"
@@ -28,6 +29,10 @@ bool bf16_isa_available(Bf16Isa isa);    // this CPU (and OS) runs it
 // when set, else the fastest available. Throws Error on an unknown or
 // unavailable name.
 Bf16Isa bf16_isa();
+
+// The float products this process runs: "float32 on avx512", "bfloat16 on
+// amx-bf16", "bfloat16 on emulated", … (what bench reports).
+std::string matmul_products_name();
 
 // x rounded to the nearest bfloat16 (ties to even), as a float; NaN stays NaN.
 float round_to_bf16(float x);
@@ -54,7 +59,7 @@ class Bf16Matrix {
   Index n_ = 0, k_ = 0;
   Bf16Isa isa_ = Bf16Isa::emulated;
   AlignedVector<std::uint16_t> packed_;  // amx_bf16: W's panels in tdpbf16ps's layout
-  std::vector<float> rounded_;           // emulated: W rounded to bfloat16, (n, k)
+  std::vector<float> values_;            // emulated: W as given, (n, k)
 };
 
 }  // namespace zibert
