@@ -45,10 +45,11 @@ TEST_CASE("every bfloat16 path matches a double product of the rounded operands"
   const std::vector<Bf16Isa> paths = bf16_paths();
   REQUIRE(!paths.empty());
   for (Bf16Isa isa : paths) {
-    // Around the 16-row tile and its 32-row block, the 16-column panel and
-    // the 32-column pair, the 32-deep tile row; 300 rows reach two threads.
+    // Around the 16-row tile and its 32-row block (AMX), the 8-row tile
+    // (AVX-512 BF16), the 16-column panel and the 32- and 48-column groups,
+    // the 32-deep tile row and the 256-deep block; 300 rows reach two threads.
     const double worst = test::worst_product_error(
-        {1, 15, 16, 17, 33, 70, 300}, {1, 15, 16, 17, 32, 33, 50}, {1, 31, 32, 33, 100}, 11,
+        {1, 9, 15, 16, 17, 33, 70, 300}, {1, 15, 16, 17, 32, 33, 50}, {1, 31, 32, 33, 100, 300}, 11,
         [isa](Index m, Index n, Index k, GemmOperand a, GemmOperand b, MF& c, bool acc, const float* bias,
               int threads) { gemm_bf16(m, n, k, a, b, c.data(), c.cols(), acc, bias, threads, isa); },
         round_to_bf16);
@@ -115,6 +116,6 @@ TEST_CASE("the commands that run a model take --bf16", "[gemm_bf16][cli]") {
   CHECK_THAT(nlohmann::json::parse(b.out)["products"].get<std::string>(), Catch::StartsWith("bfloat16 on "));
   test::RunResult bad = test::run_shell("ZIBERT_BF16_ISA=sse9 " ZIBERT_BIN " classify --bf16 -m " + model + " " + texts);
   CHECK(bad.status == 2);
-  CHECK_THAT(bad.err, Catch::Contains("choose amx-bf16 or emulated"));
+  CHECK_THAT(bad.err, Catch::Contains("choose amx-bf16, avx512-bf16 or emulated"));
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 }

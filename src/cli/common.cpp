@@ -109,12 +109,12 @@ void add_bf16_option(CLI::App& app) {
         } catch (const Error& e) {
           throw CLI::ValidationError("--bf16", e.what());
         }
-        if (isa == Bf16Isa::emulated && !bf16_isa_available(Bf16Isa::amx_bf16))
-          std::fprintf(stderr, "zibert: --bf16: this CPU has no AMX-BF16, so the bfloat16 products are emulated: "
-                               "the same results, no faster than float32\n");
+        if (isa == Bf16Isa::emulated && !bf16_isa_available(Bf16Isa::avx512_bf16))
+          std::fprintf(stderr, "zibert: --bf16: this CPU has neither AMX-BF16 nor AVX-512 BF16, so the bfloat16 "
+                               "products are emulated: the same results, no faster than float32\n");
       },
-      "Matrix products in bfloat16 (operands rounded to 8-bit mantissas, sums in float32) on AMX where the CPU "
-      "has it; weights and everything outside the products stay float32");
+      "Matrix products in bfloat16 (operands rounded to 8-bit mantissas, sums in float32) on AMX or AVX-512 BF16 "
+      "where the CPU has it; weights and everything outside the products stay float32");
 }
 
 CLI::Validator finite_range(double lo, double hi) {

@@ -43,6 +43,8 @@ void emulated_gemm(Index m, Index n, Index k, const GemmOperand& a, const GemmOp
 
 #if defined(__x86_64__)
 
+// Packing and the vdpbf16ps kernel need AVX-512 BF16; the tile kernel AMX as well.
+#define ZIBERT_AVX512_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #define ZIBERT_BF16_TARGET \
   __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 
@@ -52,19 +54,19 @@ constexpr Index kPanel = 16;                    // columns of a packed panel of 
 constexpr Index kPanelBlock = kDepth * kPanel;  // bfloat16 of one depth block of a panel
 constexpr Index kTileRows = 16;
 
-ZIBERT_BF16_TARGET inline __mmask16 first16(Index n) {
+ZIBERT_AVX512_BF16_TARGET inline __mmask16 first16(Index n) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFF : n <= 0 ? 0 : (1u << n) - 1);
 }
 
 // 32 bfloat16: lo's 16 values, then hi's.
-ZIBERT_BF16_TARGET inline __m512i to_bf16(__m512 lo, __m512 hi) {
+ZIBERT_AVX512_BF16_TARGET inline __m512i to_bf16(__m512 lo, __m512 hi) {
   return std::bit_cast<__m512i>(_mm512_cvtne2ps_pbh(hi, lo));
 }
 
 // One panel of B (columns [j0, j0 + 16), zero past n) over the whole depth,
 // in tdpbf16ps's layout: per depth block of 32, 16 rows of 16 column pairs,
 // element (p, j) at (p / 32) * 512 + ((p % 32) / 2) * 32 + j * 2 + p % 2.
-ZIBERT_BF16_TARGET void pack_b_panel(const GemmOperand& b, Index k, Index n, Index j0, Index blocks, Bf16* out) {
+ZIBERT_AVX512_BF16_TARGET void pack_b_panel(const GemmOperand& b, Index k, Index n, Index j0, Index blocks, Bf16* out) {
   const Index cols = std::min(kPanel, n - j0);
   alignas(64) static constexpr Bf16 kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
                                                        8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
@@ -104,7 +106,7 @@ ZIBERT_BF16_TARGET void pack_b_panel(const GemmOperand& b, Index k, Index n, Ind
 
 // Rows [i0, i0 + rows) of A over the depth padded to kpad (zeros past k),
 // row-major with rows kpad apart, and zero rows up to the next multiple of 16.
-ZIBERT_BF16_TARGET void pack_a_rows(const GemmOperand& a, Index k, Index kpad, Index i0, Index rows, Bf16* out) {
+ZIBERT_AVX512_BF16_TARGET void pack_a_rows(const GemmOperand& a, Index k, Index kpad, Index i0, Index rows, Bf16* out) {
   const Index padded = (rows + kTileRows - 1) / kTileRows * kTileRows;
   if (!a.transposed) {
     for (Index r = 0; r < rows; ++r) {
@@ -201,6 +203,102 @@ ZIBERT_BF16_TARGET void bf16_rows(const GemmOperand& a, Index i0, Index i1, Inde
   _tile_release();
 }
 
+// The vdpbf16ps path reads the same packed panels: a pair row of a panel
+// (depths 2q and 2q + 1 of its 16 columns, interleaved) is one vector, and a
+// pair of A's row r is one 32-bit broadcast, so each instruction adds 16
+// columns' two products. A tile is kDotRows rows x up to kDotPanels panels
+// (24 of the 32 registers summing); the depth goes in blocks of kDotDepth,
+// the tile's panels (kDotDepth x 48 bfloat16, 24 KiB) staying in L1 while
+// the block's row tiles pass.
+constexpr Index kDotRows = 8, kDotPanels = 3, kDotDepth = 256;
+
+// C[0:rows, 0:cols] = base + the tile's sums over `pairs` pair rows, where a
+// (row-major, rows kpad apart) and panel are at the block's first depth.
+template <int kPanels>
+ZIBERT_AVX512_BF16_TARGET void dot_tile(const Bf16* a, Index kpad, const Bf16* panel, Index panel_elems,
+                                        Index pairs, float* c, Index ldc, Index rows, Index cols, const float* base,
+                                        Index base_ld) {
+  __m512 acc[kDotRows][kPanels];
+#pragma GCC unroll 8
+  for (int r = 0; r < kDotRows; ++r)
+    for (int v = 0; v < kPanels; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (Index q = 0; q < pairs; ++q) {
+    __m512bh bv[kPanels];
+#pragma GCC unroll 3
+    for (int v = 0; v < kPanels; ++v)
+      bv[v] = std::bit_cast<__m512bh>(_mm512_load_si512(panel + v * panel_elems + q * 2 * kPanel));
+#pragma GCC unroll 8
+    for (int r = 0; r < kDotRows; ++r) {
+      std::int32_t pair;
+      std::memcpy(&pair, a + r * kpad + 2 * q, sizeof pair);
+      const __m512bh av = std::bit_cast<__m512bh>(_mm512_set1_epi32(pair));
+#pragma GCC unroll 3
+      for (int v = 0; v < kPanels; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
+    }
+  }
+  // Whole panels with plain loads and stores, a partial one masked (masked
+  // stores are microcoded on AMD's CPUs).
+  __mmask16 mask[kPanels];
+  for (int v = 0; v < kPanels; ++v) mask[v] = first16(cols - 16 * v);
+  const bool whole = cols == 16 * kPanels;
+#pragma GCC unroll 8
+  for (int r = 0; r < kDotRows; ++r) {
+    if (r >= rows) break;
+#pragma GCC unroll 3
+    for (int v = 0; v < kPanels; ++v) {
+      __m512 out = acc[r][v];
+      float* dst = c + r * ldc + 16 * v;
+      const float* from = base ? base + r * base_ld + 16 * v : nullptr;
+      if (whole) {
+        if (from) out = _mm512_add_ps(_mm512_loadu_ps(from), out);
+        _mm512_storeu_ps(dst, out);
+      } else {
+        if (from) out = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], from), out);
+        _mm512_mask_storeu_ps(dst, mask[v], out);
+      }
+    }
+  }
+}
+
+// Rows [i0, i1) of C against every packed panel of B by vdpbf16ps: A packed
+// in macro-blocks of up to 256 rows; per depth block, each group of panels
+// meets every row tile of the macro-block. Each element is the sum of its
+// depth blocks' sums, in depth order, onto base: one order whatever the rows.
+ZIBERT_AVX512_BF16_TARGET void dot_rows(const GemmOperand& a, Index i0, Index i1, Index n, Index k, const Bf16* pb,
+                                        float* c, Index ldc, bool accumulate, const float* bias) {
+  if (i0 >= i1) return;
+  const Index blocks = (k + kDepth - 1) / kDepth, kpad = blocks * kDepth, panel_elems = blocks * kPanelBlock;
+  const Index panels = (n + kPanel - 1) / kPanel;
+  constexpr Index kMacro = 256;
+  AlignedVector<Bf16>& buf = bf16_buffers().a;
+  if (buf.size() < static_cast<std::size_t>(kMacro * kpad)) buf.resize(static_cast<std::size_t>(kMacro * kpad));
+  for (Index r0 = i0; r0 < i1; r0 += kMacro) {
+    const Index mr = std::min(kMacro, i1 - r0);
+    pack_a_rows(a, k, kpad, r0, mr, buf.data());  // rows padded to 16: a tile of 8 never reads past
+    for (Index d0 = 0; d0 < kpad; d0 += kDotDepth) {
+      const Index pairs = std::min(kDotDepth, kpad - d0) / 2;
+      for (Index p0 = 0; p0 < panels; p0 += kDotPanels) {
+        const Bf16* panel = pb + p0 * panel_elems + d0 * kPanel;
+        const Index j0 = p0 * kPanel, cols = std::min(kDotPanels * kPanel, n - j0);
+        for (Index rb = 0; rb < mr; rb += kDotRows) {
+          const Index rows = std::min(kDotRows, mr - rb);
+          float* dst = c + (r0 + rb) * ldc + j0;
+          const bool onto_c = accumulate || d0 > 0;
+          const float* base = onto_c ? dst : bias ? bias + j0 : nullptr;
+          const Index base_ld = onto_c ? ldc : 0;
+          const Bf16* tile = buf.data() + rb * kpad + d0;
+          if (cols > 2 * kPanel)
+            dot_tile<3>(tile, kpad, panel, panel_elems, pairs, dst, ldc, rows, cols, base, base_ld);
+          else if (cols > kPanel)
+            dot_tile<2>(tile, kpad, panel, panel_elems, pairs, dst, ldc, rows, cols, base, base_ld);
+          else
+            dot_tile<1>(tile, kpad, panel, panel_elems, pairs, dst, ldc, rows, cols, base, base_ld);
+        }
+      }
+    }
+  }
+}
+
 // Every panel of B (k x n) packed, split over the threads when called outside a parallel region.
 void pack_b_panels(const GemmOperand& b, Index k, Index n, Bf16* packed, int threads) {
   const Index blocks = (k + kDepth - 1) / kDepth, panels = (n + kPanel - 1) / kPanel;
@@ -210,18 +308,19 @@ void pack_b_panels(const GemmOperand& b, Index k, Index n, Bf16* packed, int thr
     pack_b_panel(b, k, n, panel * kPanel, blocks, packed + panel * blocks * kPanelBlock);
 }
 
-// C = A B by packed B, C's rows split over the threads in whole blocks of
-// 32, so every element is one thread's sum in one order.
-void amx_bf16_packed(Index m, Index n, Index k, const GemmOperand& a, const Bf16* packed, float* c, Index ldc,
-                     bool accumulate, const float* bias, int threads) {
+// C = A B by packed B (AMX or vdpbf16ps), C's rows split over the threads
+// in whole blocks of 32, so every element is one thread's sum in one order.
+void bf16_packed(Bf16Isa isa, Index m, Index n, Index k, const GemmOperand& a, const Bf16* packed, float* c,
+                 Index ldc, bool accumulate, const float* bias, int threads) {
+  const auto rows = isa == Bf16Isa::amx_bf16 ? bf16_rows : dot_rows;
   if (threads <= 1 || omp_in_parallel() || m < 4 * kTileRows)
-    return bf16_rows(a, 0, m, n, k, packed, c, ldc, accumulate, bias);
+    return rows(a, 0, m, n, k, packed, c, ldc, accumulate, bias);
   const Index row_blocks = (m + 2 * kTileRows - 1) / (2 * kTileRows);
 #pragma omp parallel num_threads(threads)
   {
     const Index t = omp_get_thread_num(), count = omp_get_num_threads();
     const Index first = row_blocks * t / count * 2 * kTileRows, last = row_blocks * (t + 1) / count * 2 * kTileRows;
-    bf16_rows(a, first, std::min(last, m), n, k, packed, c, ldc, accumulate, bias);
+    rows(a, first, std::min(last, m), n, k, packed, c, ldc, accumulate, bias);
   }
 }
 
@@ -233,10 +332,11 @@ std::size_t packed_b_size(Index k, Index n) {
 
 bool detect_bf16(Bf16Isa isa) {
 #if defined(__x86_64__)
-  if (isa == Bf16Isa::amx_bf16)
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16") &&
-           amx::usable(amx::Product::bf16);
+  const bool avx512_bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                           __builtin_cpu_supports("avx512bf16");
+  if (isa == Bf16Isa::amx_bf16) return avx512_bf16 && amx::usable(amx::Product::bf16);
+  if (isa == Bf16Isa::avx512_bf16) return avx512_bf16;
 #endif
   return isa == Bf16Isa::emulated;
 }
@@ -248,23 +348,35 @@ std::string matmul_products_name() {
                                                          : std::string("float32 on ") + gemm_isa_name();
 }
 
-const char* bf16_isa_name(Bf16Isa isa) { return isa == Bf16Isa::amx_bf16 ? "amx-bf16" : "emulated"; }
+const char* bf16_isa_name(Bf16Isa isa) {
+  switch (isa) {
+    case Bf16Isa::amx_bf16: return "amx-bf16";
+    case Bf16Isa::avx512_bf16: return "avx512-bf16";
+    case Bf16Isa::emulated: break;
+  }
+  return "emulated";
+}
 
 bool bf16_isa_available(Bf16Isa isa) {
-  static const bool available[] = {detect_bf16(Bf16Isa::emulated), detect_bf16(Bf16Isa::amx_bf16)};
+  static const bool available[] = {detect_bf16(Bf16Isa::emulated), detect_bf16(Bf16Isa::avx512_bf16),
+                                   detect_bf16(Bf16Isa::amx_bf16)};
   return available[static_cast<int>(isa)];
 }
 
 Bf16Isa bf16_isa() {
   static const Bf16Isa chosen = [] {
     const char* env = std::getenv("ZIBERT_BF16_ISA");
-    if (!env || !*env) return bf16_isa_available(Bf16Isa::amx_bf16) ? Bf16Isa::amx_bf16 : Bf16Isa::emulated;
+    if (!env || !*env) {
+      for (Bf16Isa isa : kBf16Isas)  // fastest first; the emulation always runs
+        if (bf16_isa_available(isa)) return isa;
+      return Bf16Isa::emulated;
+    }
     for (Bf16Isa isa : kBf16Isas)
       if (std::string(env) == bf16_isa_name(isa)) {
         if (!bf16_isa_available(isa)) throw Error(std::string("ZIBERT_BF16_ISA=") + env + ": this CPU does not have it");
         return isa;
       }
-    throw Error(std::string("ZIBERT_BF16_ISA=") + env + ": choose amx-bf16 or emulated");
+    throw Error(std::string("ZIBERT_BF16_ISA=") + env + ": choose amx-bf16, avx512-bf16 or emulated");
   }();
   return chosen;
 }
@@ -274,11 +386,11 @@ void gemm_bf16(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c
   if (m == 0 || n == 0 || k == 0) return gemm_f32(m, n, k, a, b, c, ldc, accumulate, bias, threads);
   if (!bf16_isa_available(isa)) throw Error(std::string("bfloat16 products: this CPU has no ") + bf16_isa_name(isa));
 #if defined(__x86_64__)
-  if (isa == Bf16Isa::amx_bf16) {
+  if (isa != Bf16Isa::emulated) {
     AlignedVector<Bf16>& pb = bf16_buffers().b;
     if (pb.size() < packed_b_size(k, n)) pb.resize(packed_b_size(k, n));
     pack_b_panels(b, k, n, pb.data(), threads);
-    return amx_bf16_packed(m, n, k, a, pb.data(), c, ldc, accumulate, accumulate ? nullptr : bias, threads);
+    return bf16_packed(isa, m, n, k, a, pb.data(), c, ldc, accumulate, accumulate ? nullptr : bias, threads);
   }
 #endif
   emulated_gemm(m, n, k, a, b, c, ldc, accumulate, bias, threads);
@@ -287,7 +399,7 @@ void gemm_bf16(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c
 Bf16Matrix::Bf16Matrix(const float* w, Index n, Index k, Bf16Isa isa) : n_(n), k_(k), isa_(isa) {
   if (!bf16_isa_available(isa)) throw Error(std::string("bfloat16 products: this CPU has no ") + bf16_isa_name(isa));
 #if defined(__x86_64__)
-  if (isa == Bf16Isa::amx_bf16) {
+  if (isa != Bf16Isa::emulated) {
     packed_.resize(packed_b_size(k, n));
     pack_b_panels({w, k, true}, k, n, packed_.data(), omp_get_max_threads());
     return;
@@ -301,8 +413,8 @@ void Bf16Matrix::multiply(const CRef<float>& x, Ref<float> y, const float* bias,
   const Index m = x.rows();
   if (m == 0) return;
 #if defined(__x86_64__)
-  if (isa_ == Bf16Isa::amx_bf16)
-    return amx_bf16_packed(m, n_, k_, {x.data(), x.outerStride()}, packed_.data(), y.data(), y.outerStride(), false,
+  if (isa_ != Bf16Isa::emulated)
+    return bf16_packed(isa_, m, n_, k_, {x.data(), x.outerStride()}, packed_.data(), y.data(), y.outerStride(), false,
                            bias, threads);
 #endif
   emulated_gemm(m, n_, k_, {x.data(), x.outerStride()}, {values_.data(), k_, true}, y.data(), y.outerStride(), false,

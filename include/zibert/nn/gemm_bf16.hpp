@@ -5,7 +5,11 @@
 //
 // Paths, chosen at run time from CPUID (one binary runs everywhere):
 //  - amx_bf16: AMX tiles (tdpbf16ps, 16 x 16 x 32 per instruction), blocks
-//    of 32 x 32 outputs summed over the whole depth in the tiles;
+//    of 32 x 32 outputs summed over the whole depth in the tiles (Intel
+//    Sapphire Rapids and later);
+//  - avx512_bf16: AVX-512 BF16's vdpbf16ps (16 columns x 2 depths per
+//    instruction) on the same packed panels, tiles of 8 x 48 outputs summed
+//    per depth block of 256 (AMD Zen 4 and later, Intel Cooper Lake);
 //  - emulated: the operands rounded to bfloat16 in float32 copies and
 //    multiplied by the float32 product. The same numbers up to the order of
 //    the sums; no faster than float32. The reference the tests hold AMX to.
@@ -21,12 +25,12 @@
 
 namespace zibert {
 
-enum class Bf16Isa { emulated, amx_bf16 };
-inline constexpr Bf16Isa kBf16Isas[] = {Bf16Isa::amx_bf16, Bf16Isa::emulated};
-const char* bf16_isa_name(Bf16Isa isa);  // "amx-bf16" or "emulated"
+enum class Bf16Isa { emulated, avx512_bf16, amx_bf16 };
+inline constexpr Bf16Isa kBf16Isas[] = {Bf16Isa::amx_bf16, Bf16Isa::avx512_bf16, Bf16Isa::emulated};  // fastest first
+const char* bf16_isa_name(Bf16Isa isa);  // "amx-bf16", "avx512-bf16" or "emulated"
 bool bf16_isa_available(Bf16Isa isa);    // this CPU (and OS) runs it
-// The path bfloat16 products take: $ZIBERT_BF16_ISA (amx-bf16 or emulated)
-// when set, else the fastest available. Throws Error on an unknown or
+// The path bfloat16 products take: $ZIBERT_BF16_ISA (amx-bf16, avx512-bf16
+// or emulated) when set, else the fastest available. Throws Error on an unknown or
 // unavailable name.
 Bf16Isa bf16_isa();
 
@@ -58,7 +62,7 @@ class Bf16Matrix {
  private:
   Index n_ = 0, k_ = 0;
   Bf16Isa isa_ = Bf16Isa::emulated;
-  AlignedVector<std::uint16_t> packed_;  // amx_bf16: W's panels in tdpbf16ps's layout
+  AlignedVector<std::uint16_t> packed_;  // amx_bf16, avx512_bf16: W's panels in tdpbf16ps's layout
   std::vector<float> values_;            // emulated: W as given, (n, k)
 };
 
