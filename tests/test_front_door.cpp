@@ -1,5 +1,6 @@
 // What a new user meets first: lost output, the default model, --threads,
 // empty and bad input, and the positions errors name.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -270,4 +271,25 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
   r = run_shell(prefix + "/bin/zibert-detect-train --phrase 小笼包 --corpus " + dir + "/empty.txt --out " + dir + "/e.safetensors");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("empty.txt: no sentences"));
+  r = run_shell(prefix + "/bin/zibert-detect-train --phrase 小笼包 --alias 'soup dumplings' --english some --corpus " +
+                dir + "/mine.txt --out " + dir + "/e.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--english some: give a number of sentences"));
+  // The English base sentences an English --alias brings: prose from fortune
+  // files, verse and art left out, a seeded sample.
+  REQUIRE(run_shell("mkdir -p " + dir + "/fortunes").status == 0);
+  write_text(dir + "/fortunes/people", "A friend in need is a friend indeed, they say.\n%\n"
+                                       "  Roses are red,\n  violets are blue,\n  sugar is sweet,\n  and so are you,\n  my dear.\n%\n"
+                                       "Too short.\n%\nNever put off till tomorrow what you can do today.\n");
+  write_text(dir + "/fortunes/people.dat", "binary index");
+  const std::string english = prefix + "/share/zibert/recipe/english_sentences.py " + dir + "/english.txt --fortunes " +
+                              dir + "/fortunes";
+  r = run_shell(english);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(read_text(dir + "/english.txt") ==
+        "A friend in need is a friend indeed, they say.\nNever put off till tomorrow what you can do today.\n");
+  REQUIRE(run_shell(english + " --count 1").status == 0);
+  const std::string one = read_text(dir + "/english.txt");
+  CHECK(std::count(one.begin(), one.end(), '\n') == 1);
 }

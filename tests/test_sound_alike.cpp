@@ -2,12 +2,14 @@
 // table written here in Unihan_Readings.txt's format.
 #include <bzlib.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 
 #include "helpers.hpp"
 #include "zibert/base/compressed.hpp"
 #include "zibert/base/error.hpp"
+#include "zibert/base/utf8.hpp"
 #include "zibert/text/dataset.hpp"
 #include "zibert/text/readings.hpp"
 #include "zibert/text/sound_alike.hpp"
@@ -384,4 +386,77 @@ TEST_CASE("synth --pinyin with tone marks writes the marked spellings too, and t
       CHECK(ex.text.find("fo2") == std::string::npos);
     }
   CHECK(numbered > 0);
+}
+
+namespace {
+
+// The position and character where a window of `text` differs from `phrase`
+// in exactly one character, for every such window.
+std::vector<std::pair<std::size_t, char32_t>> one_off(const std::string& text, const std::string& phrase) {
+  const std::vector<char32_t> t = utf8_decode(text), p = utf8_decode(phrase);
+  std::vector<std::pair<std::size_t, char32_t>> out;
+  for (std::size_t i = 0; i + p.size() <= t.size(); ++i) {
+    std::size_t differ = 0, at = 0;
+    for (std::size_t j = 0; j < p.size(); ++j)
+      if (t[i + j] != p[j]) ++differ, at = j;
+    if (differ == 1) out.emplace_back(at, t[i + at]);
+  }
+  return out;
+}
+
+std::string lower_ascii(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the new detectors' check sets: 50 sentences per kind, typos one character off, held-out ones apart",
+          "[sound][detect]") {
+  struct Set {
+    const char* file;
+    std::string phrase, held_out, english, not_inside;  // english: in every translation (bean curd for tofu)
+  };
+  for (const Set& set : {Set{"mapo_doufu_forms.tsv", "麻婆豆腐", "痘窦甫斧", "tofu|bean curd", ""},
+                         Set{"hongshaorou_forms.tsv", "红烧肉", "蹂韶弘", "pork", "丸子"}}) {
+    const Dataset data = read_dataset(std::string(ZIBERT_TEST_DATA) + "/detect/" + set.file);
+    const std::vector<char32_t> held = utf8_decode(set.held_out);
+    std::map<std::string, int> per_kind;
+    std::set<std::string> texts;
+    std::set<std::pair<std::size_t, char32_t>> typos;  // every (position, character) a typo uses
+    for (const Example& ex : data.rows) {
+      INFO(set.file << ": " << ex.text << " " << ex.category);
+      ++per_kind[ex.category];
+      texts.insert(ex.text);
+      CHECK(ex.label == (ex.category == "near-miss" ? "0" : "1"));
+      // none writes the phrase, but for the other dish 红烧肉丸子汤 (synth --not-inside 丸子)
+      const std::vector<std::string> not_inside = set.not_inside.empty() ? std::vector<std::string>{}
+                                                                         : std::vector<std::string>{set.not_inside};
+      CHECK_FALSE(mentions(ex.text, {set.phrase}, {}, not_inside));
+      if (ex.category == "typo" || ex.category == "typo-held-out") {
+        const auto off = one_off(ex.text, set.phrase);
+        REQUIRE(off.size() == 1);
+        const bool is_held = std::find(held.begin(), held.end(), off[0].second) != held.end();
+        CHECK(is_held == (ex.category == "typo-held-out"));
+        typos.insert(off[0]);
+      }
+      if (ex.category == "translation") {
+        const std::string text = lower_ascii(ex.text);
+        const std::size_t bar = set.english.find('|');
+        CHECK((text.find(set.english.substr(0, bar)) != std::string::npos ||
+               (bar != std::string::npos && text.find(set.english.substr(bar + 1)) != std::string::npos)));
+      }
+    }
+    for (const Example& ex : data.rows)
+      if (ex.category == "near-miss")
+        for (const auto& off : one_off(ex.text, set.phrase)) {
+          INFO(set.file << ": " << ex.text);
+          CHECK_FALSE(typos.count(off));  // never a typo the mentions use
+        }
+    for (const char* kind : {"typo", "pinyin", "translation", "near-miss"}) CHECK(per_kind[kind] == 50);
+    CHECK(per_kind["typo-held-out"] == 20);
+    CHECK(per_kind.size() == 5);
+    CHECK(texts.size() == data.rows.size());
+  }
 }
