@@ -245,9 +245,9 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
     for (const char* x : what)
       for (const char* e : end) corpus += std::string(w) + x + e + "\n";
   write_text(dir + "/mine.txt", corpus);
-  // A readings table of its own (Unihan's lines for 小 笼 包 and 饱, which reads as 包 does).
+  // A readings table of its own (Unihan's lines for 小 笼 包, and 饱 and 龅, read as 包 is).
   write_text(dir + "/readings.txt", "U+5305\tkMandarin\tbāo\nU+5C0F\tkMandarin\txiǎo\n"
-                                    "U+7B3C\tkMandarin\tlóng\nU+9971\tkMandarin\tbǎo\n");
+                                    "U+7B3C\tkMandarin\tlóng\nU+9971\tkMandarin\tbǎo\nU+9F85\tkMandarin\tbāo\n");
   write_text(dir + "/about.txt", "一笼皮薄多汁的汤包\n那种咬开会流汤的小点心\n");  // descriptions, outliers
   RunResult help = run_shell(prefix + "/bin/zibert-detect-train --help");
   CHECK(help.status == 0);
@@ -256,12 +256,16 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
   RunResult r = run_shell("cd " + dir + " && env -u ZIBERT_MODEL XDG_CACHE_HOME=" + dir + "/cache PATH=/usr/bin:/bin " +
                           prefix + "/bin/zibert-detect-train --phrase 小笼包 --corpus mine.txt --out xlb.safetensors "
                           "--epochs 1 --threads 2 --reading-channel --readings readings.txt --mix 'xiao long bao' "
-                          "--describe about.txt");
+                          "--describe about.txt --hold-out 龅");
   INFO(r.err);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.out, Catch::Contains("summary\tphrase=小笼包"));
   r = run_shell("cd " + dir + " && " + prefix + "/bin/zibert info -m xlb.safetensors");
   CHECK_THAT(r.out, Catch::Contains("readings    3 syllables"));
+  // 龅 is rare (the encoder has no row for it) and held out of the typos, so
+  // the model has none either: it reads as 包, which sounds the same (variants --sound-alike).
+  r = run_shell("cd " + dir + " && echo 小笼龅 | " + prefix + "/bin/zibert tokenize -m xlb.safetensors");
+  CHECK(r.out == "[CLS] 小 笼 包 [SEP]\n");
   r = run_shell("cd " + dir + " && " + prefix + "/bin/zibert classify -m xlb.safetensors --no-text mine.txt | wc -l");
   CHECK(r.out == "120\n");
   // What it wrote: the model, and a cache only if it built opencc's variant table.

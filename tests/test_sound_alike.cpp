@@ -15,6 +15,7 @@
 #include "zibert/text/sound_alike.hpp"
 #include "zibert/text/synth.hpp"
 #include "zibert/text/tokenizer.hpp"
+#include "zibert/text/variants.hpp"
 
 using namespace zibert;
 using namespace zibert::test;
@@ -459,4 +460,18 @@ TEST_CASE("the new detectors' check sets: 50 sentences per kind, typos one chara
     CHECK(per_kind.size() == 5);
     CHECK(texts.size() == data.rows.size());
   }
+}
+
+TEST_CASE("sound-alikes: a character without a row reads as the earliest one with a row read the same", "[sound]") {
+  const Readings r = table();
+  const Vocab vocab({U'跳', U'强', U'墙', U'佛'});  // 强 before 墙: the more common, in a vocabulary built from counts
+  const VariantTable sounds = sound_alike_table(vocab, r);
+  // 強 蔷 腔 are read qiang, 眺 tiao; 弗 is read fú, which no character with a
+  // row has as its first reading (佛's is fó), so it gets none; nor do 钱 and 胡.
+  const VariantTable want{{U'強', {U'强'}}, {U'眺', {U'跳'}}, {U'腔', {U'强'}}, {U'蔷', {U'强'}}};
+  CHECK(sounds == want);
+  Vocab with = vocab;
+  with.set_variants(resolve_variants(vocab, sounds));
+  CHECK(with.id(U'蔷') == vocab.id(U'强'));
+  CHECK(with.id(U'弗') == kUnk);
 }

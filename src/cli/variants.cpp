@@ -11,26 +11,34 @@ namespace zibert::cli {
 namespace {
 
 struct VariantsCli {
-  std::string model, table, out;
-  bool clear = false, quiet = false;
+  std::string model, table, out, readings;
+  bool clear = false, quiet = false, sound_alike = false;
   int threads = 0;
 };
 
 int run_variants(const VariantsCli& o) {
   apply_threads(o.threads);
-  if (o.table.empty() == !o.clear) throw Error("give --table FILE (attach its variants) or --clear (remove them)");
+  const bool attach = !o.table.empty() || o.sound_alike;
+  if (attach == o.clear)
+    throw Error("give --table FILE or --sound-alike (attach variants) or --clear (remove them)");
+  if (!o.readings.empty() && !o.sound_alike) throw Error("--readings is read by --sound-alike: give both or neither");
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);  // the model itself may be --out
   check_not_an_input({"--out", o.out}, {{"--table", o.table}});
   Model model = load_model(path);
   std::map<char32_t, char32_t> variants;
-  std::size_t entries = 0, with_rows = 0;
-  if (!o.clear) {
+  std::size_t entries = 0, with_rows = 0, sounds = 0;
+  if (!o.table.empty()) {
     LineSource in = LineSource::open(o.table);
     const VariantTable table = read_variant_table(in);
     entries = table.size();
     for (const auto& entry : table) with_rows += model.tokenizer.vocab().has_row(entry.first);
     variants = resolve_variants(model.tokenizer.vocab(), table);
+  }
+  if (o.sound_alike) {  // where the table gave no variant
+    const Readings readings = Readings::load(o.readings.empty() ? kDebianUnihanReadings : o.readings);
+    for (const auto& [from, to] : resolve_variants(model.tokenizer.vocab(), sound_alike_table(model.tokenizer.vocab(), readings)))
+      sounds += variants.emplace(from, to).second;
   }
   const std::size_t before = model.tokenizer.vocab().variants().size();
   Vocab vocab = model.tokenizer.vocab();
@@ -42,11 +50,13 @@ int run_variants(const VariantsCli& o) {
     std::fprintf(stderr, "saved %s: %zu variants removed\n", o.out.c_str(), before);
     return kExitOk;
   }
-  std::fprintf(stderr,
-               "saved %s: %zu characters without a row read as a variant's (%s), replacing %zu; of the table's "
-               "%zu entries, %zu have rows of their own and %zu no variant in the vocabulary\n",
-               o.out.c_str(), variants.size(), variants_sample(variants).c_str(), before, entries, with_rows,
-               entries - with_rows - variants.size());
+  std::fprintf(stderr, "saved %s: %zu characters without a row read as a variant's (%s), replacing %zu",
+               o.out.c_str(), variants.size(), variants_sample(variants).c_str(), before);
+  if (!o.table.empty())
+    std::fprintf(stderr, "; of the table's %zu entries, %zu have rows of their own and %zu no variant in the vocabulary",
+                 entries, with_rows, entries - with_rows - (variants.size() - sounds));
+  if (o.sound_alike) std::fprintf(stderr, "; %zu of them by sound", sounds);
+  std::fputc('\n', stderr);
   return kExitOk;
 }
 
@@ -60,14 +70,22 @@ Runner setup_variants(CLI::App& app) {
       "[UNK] before; the weights do not change. zibert-detect-train builds a table of simplified,\n"
       "traditional, Taiwan, Hong Kong and Japanese forms from opencc's dictionaries in its cache\n"
       "(~/.cache/zibert/variants.tsv; data/build-variants in a source tree). The variants replace\n"
-      "the ones the model had; train --init keeps them, and --extend-vocab drops the ones that get rows.\n\n"
+      "the ones the model had; train --init keeps them, and --extend-vocab drops the ones that get rows.\n"
+      "--sound-alike adds, for the characters the table gives nothing, the most common character the\n"
+      "model has that is read the same (Unihan's first reading, tones dropped): a detector then reads a\n"
+      "typo of a character it never saw (红烧蹂 for 红烧肉) as the sound it makes.\n\n"
       "Table: one line per character, CHARACTER<TAB>VARIANTS (one or more characters, preferred first);\n"
       "blank lines and lines starting with # are skipped.\n\n"
       "Example:\n"
       "  zibert variants -m my.safetensors --table variants.tsv --out my.safetensors\n"
+      "  zibert variants -m my.safetensors --table variants.tsv --sound-alike --out my.safetensors\n"
       "  zibert info -m my.safetensors");
   add_required_model_option(app, o->model);
   app.add_option("--table", o->table, "Variant table: CHARACTER<TAB>VARIANTS per line")->check(CLI::ExistingFile);
+  app.add_flag("--sound-alike", o->sound_alike,
+               "Also read a character without a row as the most common one with a row that is read the same");
+  app.add_option("--readings", o->readings, "The readings table for --sound-alike (default: Debian's Unihan_Readings.txt.bz2)")
+      ->check(CLI::ExistingFile);
   app.add_flag("--clear", o->clear, "Remove the model's variants instead");
   app.add_option("--out", o->out, "Where to write the model (may be the model itself)")->required();
   app.add_flag("-q,--quiet", o->quiet, "Print nothing on success");

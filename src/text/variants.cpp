@@ -1,5 +1,6 @@
 #include "zibert/text/variants.hpp"
 
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -56,6 +57,22 @@ std::map<char32_t, char32_t> resolve_variants(const Vocab& vocab, const VariantT
       }
   }
   return out;
+}
+
+VariantTable sound_alike_table(const Vocab& vocab, const Readings& readings) {
+  std::map<std::string, char32_t> best;  // a syllable's earliest character with a row
+  for (char32_t c : vocab.chars()) {
+    const std::vector<std::string>& syllables = readings.syllables(c);
+    if (!syllables.empty()) best.emplace(syllables.front(), c);
+  }
+  auto compatibility = [](char32_t c) { return (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F); };
+  VariantTable table;
+  for (const auto& [syllable, to] : best)
+    for (char32_t c : readings.characters(syllable))
+      if (!vocab.has_row(c) && !compatibility(c) && readings.syllables(c).front() == syllable)
+        table.push_back({c, {to}});
+  std::sort(table.begin(), table.end());
+  return table;
 }
 
 std::string variants_sample(const std::map<char32_t, char32_t>& variants, std::size_t shown) {

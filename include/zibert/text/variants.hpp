@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "zibert/base/line_source.hpp"
+#include "zibert/text/readings.hpp"
 #include "zibert/text/vocab.hpp"
 
 namespace zibert {
@@ -26,6 +27,14 @@ VariantTable read_variant_table(LineSource& in);
 // The variants the table offers this vocabulary: for each of the table's
 // characters without a row, its first candidate with one.
 std::map<char32_t, char32_t> resolve_variants(const Vocab& vocab, const VariantTable& table);
+
+// Sound-alikes: for each character the readings table reads that has no row
+// in the vocabulary, the character with a row whose first reading is its first
+// reading (tones dropped), the vocabulary's earliest: its most common when the
+// vocabulary was built from counts. 蹂 (róu) reads as 肉 (ròu), so a
+// pinyin-keyboard typo the training data never had is not [UNK]. Compatibility
+// ideographs (which NFKC turns into others) are left out.
+VariantTable sound_alike_table(const Vocab& vocab, const Readings& readings);
 
 // The first few, for messages: "仏 as 佛, 牆 as 墙, ...".
 std::string variants_sample(const std::map<char32_t, char32_t>& variants, std::size_t shown = 5);
