@@ -145,12 +145,17 @@ TEST_CASE("zibert variants attaches a table's variants, says how many, and --cle
   CHECK_THAT(r.err, Catch::Contains("2 variants removed"));
   CHECK(read_text(dir + "/c.safetensors") == read_text(dir + "/m.safetensors"));
 
-  // Errors: neither or both of --table and --clear; a bad table line, with nothing written.
-  for (const std::string& args : {std::string(""), " --clear --table " + dir + "/table.tsv"}) {
+  // Errors: nothing to attach, or attaching and --clear; --readings without
+  // --sound-alike; a bad table line, with nothing written.
+  for (const std::string& args : {std::string(""), " --clear --table " + dir + "/table.tsv", std::string(" --clear --sound-alike")}) {
     r = run_zibert("variants -m " + dir + "/m.safetensors --out " + dir + "/x.safetensors" + args);
     CHECK(r.status == 2);
-    CHECK_THAT(r.err, Catch::Contains("give --table FILE (attach its variants) or --clear (remove them)"));
+    CHECK_THAT(r.err, Catch::Contains("give --table FILE or --sound-alike (attach variants) or --clear (remove them)"));
   }
+  r = run_zibert("variants -m " + dir + "/m.safetensors --table " + dir + "/table.tsv --readings " + dir +
+                 "/table.tsv --out " + dir + "/x.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--readings is read by --sound-alike"));
   write_text(dir + "/bad.tsv", "仏\t佛\n牆墙\n");
   r = run_zibert("variants -m " + dir + "/m.safetensors --table " + dir + "/bad.tsv --out " + dir + "/x.safetensors");
   CHECK(r.status == 2);
