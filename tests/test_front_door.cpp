@@ -279,6 +279,10 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
                 dir + "/mine.txt --out " + dir + "/e.safetensors");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--english some: give a number of sentences"));
+  r = run_shell(prefix + "/bin/zibert-detect-train --phrase 小笼包 --seed -1 --corpus " + dir + "/mine.txt --out " + dir +
+                "/e.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--seed -1: give a whole number"));
   // The English base sentences an English --alias brings: prose from fortune
   // files, verse and art left out, a seeded sample.
   REQUIRE(run_shell("mkdir -p " + dir + "/fortunes").status == 0);
