@@ -24,7 +24,7 @@ int run_variants(const VariantsCli& o) {
   if (!o.readings.empty() && !o.sound_alike) throw Error("--readings is read by --sound-alike: give both or neither");
   const std::string path = resolve_model_path(o.model);
   check_output_path(o.out);  // the model itself may be --out
-  check_not_an_input({"--out", o.out}, {{"--table", o.table}});
+  check_not_an_input({"--out", o.out}, {{"--table", o.table}, {"--readings", o.readings}});
   Model model = load_model(path);
   std::map<char32_t, char32_t> variants;
   std::size_t entries = 0, with_rows = 0, sounds = 0;
