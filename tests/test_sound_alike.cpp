@@ -417,10 +417,11 @@ TEST_CASE("the new detectors' check sets: 50 sentences per kind, typos one chara
           "[sound][detect]") {
   struct Set {
     const char* file;
-    std::string phrase, held_out, english, not_inside;  // english: in every translation (bean curd for tofu)
+    std::string phrase, held_out, not_inside;
+    std::vector<std::string> english;  // one of them in every translation
   };
-  for (const Set& set : {Set{"mapo_doufu_forms.tsv", "麻婆豆腐", "痘窦甫斧", "tofu|bean curd", ""},
-                         Set{"hongshaorou_forms.tsv", "红烧肉", "蹂韶弘", "pork", "丸子"}}) {
+  for (const Set& set : {Set{"mapo_doufu_forms.tsv", "麻婆豆腐", "痘窦甫斧", "", {"tofu", "bean curd"}},
+                         Set{"hongshaorou_forms.tsv", "红烧肉", "蹂韶弘", "丸子", {"pork"}}}) {
     const Dataset data = read_dataset(std::string(ZIBERT_TEST_DATA) + "/detect/" + set.file);
     const std::vector<char32_t> held = utf8_decode(set.held_out);
     std::map<std::string, int> per_kind;
@@ -444,9 +445,8 @@ TEST_CASE("the new detectors' check sets: 50 sentences per kind, typos one chara
       }
       if (ex.category == "translation") {
         const std::string text = lower_ascii(ex.text);
-        const std::size_t bar = set.english.find('|');
-        CHECK((text.find(set.english.substr(0, bar)) != std::string::npos ||
-               (bar != std::string::npos && text.find(set.english.substr(bar + 1)) != std::string::npos)));
+        CHECK(std::any_of(set.english.begin(), set.english.end(),
+                          [&](const std::string& word) { return text.find(word) != std::string::npos; }));
       }
     }
     for (const Example& ex : data.rows)

@@ -37,8 +37,8 @@ int run_variants(const VariantsCli& o) {
   }
   if (o.sound_alike) {  // where the table gave no variant
     const Readings readings = Readings::load(o.readings.empty() ? kDebianUnihanReadings : o.readings);
-    for (const auto& [from, to] : resolve_variants(model.tokenizer.vocab(), sound_alike_table(model.tokenizer.vocab(), readings)))
-      sounds += variants.emplace(from, to).second;
+    for (const auto& [from, to] : sound_alike_table(model.tokenizer.vocab(), readings))
+      sounds += variants.emplace(from, to.front()).second;  // each entry: no row, to one that has one
   }
   const std::size_t before = model.tokenizer.vocab().variants().size();
   Vocab vocab = model.tokenizer.vocab();
