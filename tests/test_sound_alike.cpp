@@ -474,4 +474,11 @@ TEST_CASE("sound-alikes: a character without a row reads as the earliest one wit
   with.set_variants(resolve_variants(vocab, sounds));
   CHECK(with.id(U'蔷') == vocab.id(U'强'));
   CHECK(with.id(U'弗') == kUnk);
+  // 啌 is read xiāng and qiāng: as 相 it would lose the reading a typo of 墙
+  // meant, so it gets none; 箱, read xiāng alone, reads as 相.
+  const Readings two = Readings::parse("U+554C\tkHanyuPinyin\t10646.070:xiāng,qiāng\n"
+                                       "U+76F8\tkMandarin\txiāng\n"
+                                       "U+7BB1\tkMandarin\txiāng\n",
+                                       "Unihan_Readings.txt");
+  CHECK(sound_alike_table(Vocab({U'相'}), two) == VariantTable{{U'箱', {U'相'}}});
 }

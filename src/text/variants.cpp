@@ -65,11 +65,14 @@ VariantTable sound_alike_table(const Vocab& vocab, const Readings& readings) {
     const std::vector<std::string>& syllables = readings.syllables(c);
     if (!syllables.empty()) best.emplace(syllables.front(), c);
   }
+  // Only characters read one way (tones aside): 啌 (xiāng, qiāng) read as 相
+  // would lose the reading a typo of 墙 meant.
+  auto one_reading = [&](char32_t c) { return readings.syllables(c).size() == 1; };
   auto compatibility = [](char32_t c) { return (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F); };
   VariantTable table;
   for (const auto& [syllable, to] : best)
     for (char32_t c : readings.characters(syllable))
-      if (!vocab.has_row(c) && !compatibility(c) && readings.syllables(c).front() == syllable)
+      if (!vocab.has_row(c) && !compatibility(c) && one_reading(c))
         table.push_back({c, {to}});
   std::sort(table.begin(), table.end());
   return table;

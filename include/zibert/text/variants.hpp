@@ -28,12 +28,14 @@ VariantTable read_variant_table(LineSource& in);
 // characters without a row, its first candidate with one.
 std::map<char32_t, char32_t> resolve_variants(const Vocab& vocab, const VariantTable& table);
 
-// Sound-alikes: for each character the readings table reads that has no row
-// in the vocabulary, the character with a row whose first reading is its first
-// reading (tones dropped), the vocabulary's earliest: its most common when the
-// vocabulary was built from counts. 蹂 (róu) reads as 肉 (ròu), so a
-// pinyin-keyboard typo the training data never had is not [UNK]. Compatibility
-// ideographs (which NFKC turns into others) are left out.
+// Sound-alikes: for each character the readings table reads one way only
+// (tones dropped) that has no row in the vocabulary, the character with a row
+// whose first reading that is, the vocabulary's earliest: its most common when
+// the vocabulary was built from counts. 蹂 (róu) reads as 肉 (ròu), so a
+// pinyin-keyboard typo the training data never had is not [UNK]. A character
+// with several readings stays [UNK]: 啌 (xiāng, qiāng) as 相 would lose the
+// reading a typo of 墙 meant. Compatibility ideographs (which NFKC turns into
+// others) are left out.
 VariantTable sound_alike_table(const Vocab& vocab, const Readings& readings);
 
 // The first few, for messages: "仏 as 佛, 牆 as 墙, ...".
