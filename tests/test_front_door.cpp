@@ -255,7 +255,7 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
   // PATH without the build tree: the installed script finds the installed zibert beside it.
   RunResult r = run_shell("cd " + dir + " && env -u ZIBERT_MODEL XDG_CACHE_HOME=" + dir + "/cache PATH=/usr/bin:/bin " +
                           prefix + "/bin/zibert-detect-train --phrase 小笼包 --corpus mine.txt --out xlb.safetensors "
-                          "--epochs 1 --threads 2 --reading-channel --readings readings.txt --mix 'xiao long bao' "
+                          "--epochs 1 --threads 2 --reading-channel --sound-only 0.15 --readings readings.txt --mix 'xiao long bao' "
                           "--describe about.txt --hold-out 龅");
   INFO(r.err);
   REQUIRE(r.status == 0);
@@ -283,6 +283,10 @@ TEST_CASE("the detector recipe runs from an installed zibert, on the user's own 
                 "/e.safetensors");
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::Contains("--seed -1: give a whole number"));
+  r = run_shell(prefix + "/bin/zibert-detect-train --phrase 小笼包 --sound-only 0.2 --corpus " + dir + "/mine.txt --out " +
+                dir + "/e.safetensors");
+  CHECK(r.status == 2);
+  CHECK_THAT(r.err, Catch::Contains("--sound-only leaves characters to their readings: it needs --reading-channel"));
   // The English base sentences an English --alias brings: prose from fortune
   // files, verse and art left out, a seeded sample.
   REQUIRE(run_shell("mkdir -p " + dir + "/fortunes").status == 0);

@@ -85,6 +85,53 @@ TEST_CASE("whole-model gradients match finite differences (L=2 H=2 C=8 F=16)", "
   }
 }
 
+TEST_CASE("sound-only tokens: a drawn share of characters read by their readings alone, gradients exact",
+          "[model][gradcheck][reading]") {
+  ModelConfig cfg = tiny_config(0.2);
+  cfg.readings = tiny_readings();
+  Bert<double> net(cfg);
+  fill_uniform(net.params().data(), net.params().size(), 23, -0.5, 0.5);
+  const Batch batch = tiny_batch();
+  ModelCache<double> cache;
+  const DropoutRng plain{5, 9, 0.2}, sounds{5, 9, 0.2, 0.5};
+  const double without = net.forward(batch, cache, &plain);
+  CHECK(cache.sound_only.rows == 0);
+  auto loss = [&] { return net.forward(batch, cache, &sounds); };
+  CHECK(loss() != without);
+  // Drawn per token: only characters with readings (5 6 7 8 9), never the
+  // specials, 10 (no reading) or [PAD]; with P 0.5 some are, some are not.
+  REQUIRE(cache.sound_only.rows == 12);
+  const std::vector<std::uint8_t> keep = cache.sound_only.keep;
+  int left_out = 0;
+  for (std::size_t i = 0; i < 12; ++i) {
+    const bool read = !cfg.readings->of_token[std::size_t(batch.ids[i])].empty();
+    if (!read) CHECK(keep[i] == 1);
+    left_out += keep[i] == 0;
+  }
+  CHECK(left_out > 0);
+  CHECK(left_out < 5);
+  net.zero_grad();
+  loss();
+  net.backward(batch, cache);
+  const AlignedVector<double> analytic = net.grads();
+  for (const TensorInfo& t : net.layout()) {
+    INFO(t.name);
+    auto num = numeric_gradient(net.params().data() + t.offset, t.size, loss);
+    if (t.name == "bert.embeddings.word_embeddings.weight")  // a token left out at its every place has none
+      for (std::size_t i = 0; i < 12; ++i)
+        if (keep[i] == 0 && std::count(batch.ids.begin(), batch.ids.end(), batch.ids[i]) == 1)
+          CHECK(Eigen::Map<const Eigen::VectorXd>(analytic.data() + t.offset + std::size_t(batch.ids[i]) * 8, 8).norm() == 0.0);
+    check_tensor_gradient(t.name, analytic.data() + t.offset, num);
+  }
+  // Split over threads, each part draws the whole batch's tokens.
+  DataParallel<double> one(1), split(2);
+  const double l1 = one.train(net, batch, &sounds);
+  const AlignedVector<double> g1 = net.grads();
+  const double l2 = split.train(net, batch, &sounds);
+  CHECK(l2 == Approx(l1).epsilon(1e-13));
+  CHECK(relative_error(net.grads().data(), g1.data(), g1.size()) < 1e-12);
+}
+
 TEST_CASE("multi-label (one sigmoid per label, BCE) gradients match finite differences", "[model][gradcheck][multi-label]") {
   double dropout = GENERATE(0.0, 0.2);
   ModelConfig cfg = tiny_config(dropout);

@@ -150,14 +150,21 @@ TEST_CASE("train --reading-channel: the model reads, info says so, bad flags are
                                "/dev.tsv --epochs 1 --quiet --out " + dir + "/m2.safetensors");
   REQUIRE(again.status == 0);
   CHECK(load_model(dir + "/m2.safetensors").config.readings);
-  // A stopped run resumes into the same bytes, the channel and its table included.
-  const std::string run = common + "--reading-channel --readings " + dir + "/readings.txt --batch 4 --seed 4 --out ";
+  // A stopped run resumes into the same bytes, the channel and its table and
+  // the sound-only tokens' draws included.
+  const std::string run =
+      common + "--reading-channel --readings " + dir + "/readings.txt --sound-only 0.3 --batch 4 --seed 4 --out ";
   REQUIRE(run_zibert(run + dir + "/whole.safetensors").status == 0);
   interrupt_and_resume(run.substr(std::string("train ").size()) + dir + "/resumed.safetensors", dir + "/run.ckpt", 3);
   CHECK(read_text(dir + "/resumed.safetensors") == read_text(dir + "/whole.safetensors"));
+  CHECK_THAT(run_zibert("info -m " + dir + "/whole.safetensors").out,
+             Catch::Contains("sound-only  0.3 of the characters read by their readings alone"));
   RunResult table_alone = run_zibert(common + "--readings " + dir + "/readings.txt --out " + dir + "/x.safetensors");
   CHECK(table_alone.status == 2);
   CHECK(table_alone.err.find("--readings names the table of --reading-channel") != std::string::npos);
+  RunResult deaf = run_zibert(common + "--sound-only 0.2 --out " + dir + "/x.safetensors");
+  CHECK(deaf.status == 2);
+  CHECK_THAT(deaf.err, Catch::Contains("--sound-only leaves tokens to their readings: it needs --reading-channel"));
   RunResult no_table = run_zibert(common + "--reading-channel --readings " + dir + "/none.txt --out " + dir + "/x.safetensors");
   CHECK(no_table.status == 2);
   CHECK_FALSE(std::filesystem::exists(dir + "/x.safetensors"));

@@ -113,6 +113,9 @@ int run_info(const InfoCli& o) {
     if (t.contains("outliers"))
       std::printf("outliers    %lld texts of no label (--outliers), trained towards the uniform distribution\n",
                   t.value("outliers", 0LL));
+    if (t.contains("sound_only"))
+      std::printf("sound-only  %g of the characters read by their readings alone in training (--sound-only)\n",
+                  t.value("sound_only", 0.0));
     const std::string rounds = t.contains("accumulate") ? " x " + std::to_string(t.value("accumulate", 1LL)) + " rounds" : "";
     std::printf("training    %lld epochs, batch %lld%s, lr %g, seed %llu, %lld threads; best epoch %lld\n",
                 t.value("epochs", 0LL), t.value("batch", 0LL), rounds.c_str(), t.value("lr", 0.0), t.value("seed", 0ULL),

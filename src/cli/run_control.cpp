@@ -60,6 +60,12 @@ void add_classifier_run_options(CLI::App& app, RunRequest& r, bool& no_calibrati
                  "The readings table of --reading-channel (default: " + std::string(kDebianUnihanReadings) +
                      ", Debian's unicode-data)")
       ->check(CLI::ExistingFile);
+  app.add_option("--sound-only", r.train.sound_only,
+                 "With the reading channel: the share of characters, drawn anew each step, whose own embedding is "
+                 "left out in training, so that the model learns to hear them by their readings (a homophone it "
+                 "was never taught then sounds like the character it replaces)")
+      ->check(finite_range(0.0, 0.9))
+      ->capture_default_str();
 }
 
 void add_shape_options(CLI::App& app, ModelConfig& s, CLI::Option* init) {

@@ -152,10 +152,12 @@ void Embeddings<T>::token(std::int32_t id, Eigen::Ref<Eigen::Matrix<T, 1, Eigen:
 }
 
 template <class T>
-void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const {
+void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd,
+                            const DropoutMask* sound_only) const {
   const Index n = batch.size * batch.seq;
   for (Index i = 0; i < n; ++i) {
     token(batch.ids[i], sum.row(i));
+    if (sound_only && !sound_only->keep[std::size_t(i)]) sum.row(i) -= word.w().row(batch.ids[i]);
     if (token_type.value) sum.row(i) += token_type.w().row(0);
     if (position.value) sum.row(i) += position.w().row(i % batch.seq);
   }
@@ -164,13 +166,13 @@ void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xha
 
 template <class T>
 void Embeddings<T>::backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd,
-                             Ref<T> dsum, Buffer<T>& scratch) const {
+                             Ref<T> dsum, Buffer<T>& scratch, const DropoutMask* sound_only) const {
   ln.backward(dy, xhat, rstd, dsum, scratch);
   const Index n = batch.size * batch.seq;
   MatMap<T> dword = word.g();
   for (Index i = 0; i < n; ++i) {
     if (batch.ids[i] == kPadId) continue;  // [PAD] rows carry no gradient
-    dword.row(batch.ids[i]) += dsum.row(i);
+    if (!sound_only || sound_only->keep[std::size_t(i)]) dword.row(batch.ids[i]) += dsum.row(i);
     if (reading.value) {
       const std::vector<std::int32_t>& rows = readings->of_token[batch.ids[i]];
       const T share = rows.empty() ? T(0) : T(1) / T(rows.size());
@@ -335,6 +337,10 @@ void Bert<T>::head_backward(const Batch& batch, ModelCache<T>& cache) const {
 
 // ---- the whole model
 
+// The dropout sites: 0 the embeddings, 1 + 2l and 2 + 2l layer l's, 1000 the
+// pooler's; this one draws the sound-only tokens.
+inline constexpr std::uint64_t kSoundOnlySite = 2000;
+
 template <class T>
 void Bert<T>::encode(const Batch& batch, bool rows_only, const DropoutRng* rng, ModelCache<T>& cache) const {
   const Index n = batch.size * batch.seq, c = config_.dim, n_layers = config_.layers;
@@ -349,7 +355,17 @@ void Bert<T>::encode(const Batch& batch, bool rows_only, const DropoutRng* rng, 
 
   MatMap<T> hidden = cache.hidden.view((n_layers + 1) * n, c);  // ((L+1)*N, C)
   auto h0 = hidden.middleRows(0, n);                           // (N, C)
-  embeddings_.forward(batch, cache.emb_sum.view(n, c), h0, cache.emb_xhat.view(n, c), cache.emb_rstd.view(n, 1));
+  // Sound-only tokens: only characters with readings, never the specials.
+  cache.sound_only.rows = 0;
+  if (rng && rng->sound_only > 0 && embeddings_.reading.value) {
+    dropout_mask(DropoutRng{rng->seed, rng->step, rng->sound_only}, kSoundOnlySite, n, 1, cache.sound_only,
+                 batch.first * batch.seq);
+    for (Index i = 0; i < n; ++i)
+      if (embeddings_.readings->of_token[batch.ids[i]].empty()) cache.sound_only.keep[std::size_t(i)] = 1;
+  }
+  const DropoutMask* sound_only = cache.sound_only.rows ? &cache.sound_only : nullptr;
+  embeddings_.forward(batch, cache.emb_sum.view(n, c), h0, cache.emb_xhat.view(n, c), cache.emb_rstd.view(n, 1),
+                      sound_only);
   if (rng) {
     dropout_mask(*rng, 0, n, c, cache.emb_drop, batch.first * batch.seq);
     cache.emb_drop.apply(h0);
@@ -374,7 +390,8 @@ void Bert<T>::encode_backward(const Batch& batch, ModelCache<T>& cache) {
   MatMap<T> dh0(cache.grad_out.data.data(), n, c);
   if (cache.dropout_on) cache.emb_drop.apply(dh0);
   embeddings_.backward(batch, dh0, MatMap<T>(cache.emb_xhat.data.data(), n, c),
-                       MatMap<T>(cache.emb_rstd.data.data(), n, 1), cache.grad_a.view(n, c), cache.ln_scratch);
+                       MatMap<T>(cache.emb_rstd.data.data(), n, 1), cache.grad_a.view(n, c), cache.ln_scratch,
+                       cache.sound_only.rows ? &cache.sound_only : nullptr);
 }
 
 template <class T>

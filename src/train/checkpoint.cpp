@@ -21,7 +21,7 @@ nlohmann::json options_json(const TrainOptions& o) {
           {"positive", o.positive},     {"windows", o.windows},
           {"threads", o.threads},       {"shape", config_to_json(o.shape)},
           {"accumulate", o.accumulate}, {"reading_channel", o.reading_channel},
-          {"readings_table", o.readings_table}};
+          {"readings_table", o.readings_table}, {"sound_only", o.sound_only}};
 }
 
 TrainOptions options_from_json(const nlohmann::json& j) {
@@ -43,6 +43,7 @@ TrainOptions options_from_json(const nlohmann::json& j) {
   o.extend_vocab = j.value("extend_vocab", false);
   o.reading_channel = j.value("reading_channel", false);
   o.readings_table = j.value("readings_table", "");
+  o.sound_only = j.value("sound_only", 0.0);
   o.label_smoothing = j.value("label_smoothing", 0.0);
   o.positive = j.at("positive").get<std::string>();
   o.windows = j.value("windows", "");  // checkpoints written before train --windows: the default

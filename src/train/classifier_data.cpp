@@ -125,6 +125,8 @@ Model prepare_model(const Dataset& train, std::vector<std::string> labels,
   const bool new_channel = opt.reading_channel && !kept;
   if (!opt.readings_table.empty() && !opt.reading_channel && !(kept && added > 0))
     throw Error("--readings names the table of --reading-channel, which is not on");
+  if (opt.sound_only > 0 && !opt.reading_channel && !kept)
+    throw Error("--sound-only leaves tokens to their readings: it needs --reading-channel (or a model with one)");
   if (new_channel || (kept && added > 0)) {
     const Readings table = Readings::load(opt.readings_table.empty() ? kDebianUnihanReadings : opt.readings_table);
     const std::vector<std::string> tokens =

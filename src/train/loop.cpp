@@ -81,7 +81,7 @@ void Loop::run_epoch(std::int64_t epoch) {
   std::uint64_t epoch_seed = opt_.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
   const auto plan = bucketed_batches(objective_.lengths(), static_cast<std::size_t>(step_batch(opt_)), &epoch_seed);
   for (auto bi = static_cast<std::size_t>(state_.batch); bi < plan.size(); ++bi) {
-    const DropoutRng rng{opt_.seed, static_cast<std::uint64_t>(state_.step), model_.config.dropout};
+    const DropoutRng rng{opt_.seed, static_cast<std::uint64_t>(state_.step), model_.config.dropout, opt_.sound_only};
     lr_ = opt_.adam.lr * lr_multiplier(state_.step, warmup_, total_);
     float loss = objective_.gradient(model_.net, runner_, plan[bi], state_.step, rng);
     apply_step(model_.net, adam_, loss, lr_);

@@ -128,6 +128,7 @@ Model train_classifier(const Dataset& train, const Dataset& dev, const TrainOpti
   model.training["train_unknown_characters"] = unknown;
   if (opt.extend_vocab) model.training["vocab_added"] = added;
   if (opt.label_smoothing != 0) model.training["label_smoothing"] = opt.label_smoothing;
+  if (opt.sound_only != 0) model.training["sound_only"] = opt.sound_only;
   if (outliers > 0) model.training["outliers"] = outliers;
   if (!loop.state().pretraining.is_null()) model.training["pretraining"] = loop.state().pretraining;
   if (opt.run.is_object() && opt.run.contains("imported_defaults"))

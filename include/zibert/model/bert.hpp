@@ -64,6 +64,7 @@ struct ModelCache {
   Buffer<T> emb_xhat;   // (N, C)
   Buffer<T> emb_rstd;   // (N, 1)
   DropoutMask emb_drop;  // (N, C)
+  DropoutMask sound_only;  // (N, 1): 0 where a token is read by its readings alone (rows == 0: none)
   std::vector<EncoderLayerCache<T>> layers;
   // Every layer's scratch, kept by none: backward needs neither the sums nor
   // the output projections, and recomputes LayerNorm 1's output from its
@@ -104,11 +105,14 @@ struct Embeddings {
   // word[id] + reading[id] (C): a token's own vector, before type and position.
   void token(std::int32_t id, Eigen::Ref<Eigen::Matrix<T, 1, Eigen::Dynamic>> out) const;
   // ids (B*T) → sum (N, C) word + reading + position, y (N, C); xhat and rstd for backward.
-  void forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd) const;
+  // sound_only (per token, may be null): a token whose byte is 0 leaves its
+  // word row out of the sum (train --sound-only); training only.
+  void forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xhat, Ref<T> rstd,
+               const DropoutMask* sound_only = nullptr) const;
   // Differentiates y = LN(word[ids] + reading[ids] + type[0] + pos): accumulates into the
   // word, reading, token type and position gradients ([PAD] rows carry none). dsum is scratch (N, C).
   void backward(const Batch& batch, const CRef<T>& dy, const CRef<T>& xhat, const CRef<T>& rstd, Ref<T> dsum,
-                Buffer<T>& scratch) const;
+                Buffer<T>& scratch, const DropoutMask* sound_only = nullptr) const;
 };
 
 template <class T>

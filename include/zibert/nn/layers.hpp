@@ -53,6 +53,11 @@ struct DropoutRng {
   std::uint64_t seed = 0;
   std::uint64_t step = 0;
   double p = 0.0;
+  // Sound-only tokens (train --sound-only P, with the reading channel): the
+  // share of tokens whose own embedding is left out of the sum, so that
+  // they are read by their readings alone (a character never taught as a
+  // typo is then heard, not only seen).
+  double sound_only = 0.0;
 };
 // A drawn mask, one byte per element: 0 with probability p (dropped), else
 // 1 (kept, scaled by 1/(1−p) where it is applied). Backward applies the mask

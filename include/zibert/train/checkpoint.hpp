@@ -27,6 +27,7 @@ struct TrainOptions {
   bool extend_vocab = false;  // train --init --extend-vocab: characters new to the starting model get rows
   bool reading_channel = false;  // train --reading-channel: each character's syllables join its embedding
   std::string readings_table;    // --readings: the table they come from ("" = Debian's Unihan)
+  double sound_only = 0;         // --sound-only P: the share of tokens read by their readings alone in training
   std::string positive;     // positive label of a binary model; "" = guess
   double label_smoothing = 0;  // train --label-smoothing ε (single-label models)
   std::string windows;      // how a long text's windows combine: max, mean, first; "" = the starting model's, else mean
