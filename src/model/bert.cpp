@@ -157,6 +157,8 @@ void Embeddings<T>::forward(const Batch& batch, Ref<T> sum, Ref<T> y, Ref<T> xha
   const Index n = batch.size * batch.seq;
   for (Index i = 0; i < n; ++i) {
     token(batch.ids[i], sum.row(i));
+    // A sound-only token: its word row taken back out (subtracted rather than
+    // never added, the arithmetic the shipped detector was trained with).
     if (sound_only && !sound_only->keep[std::size_t(i)]) sum.row(i) -= word.w().row(batch.ids[i]);
     if (token_type.value) sum.row(i) += token_type.w().row(0);
     if (position.value) sum.row(i) += position.w().row(i % batch.seq);
