@@ -49,13 +49,20 @@ struct Param {
 template <class T> using AlignedVector = std::vector<T, Eigen::aligned_allocator<T>>;
 
 // Scratch that grows to the largest shape seen and is then reused, so the
-// training step does not allocate once the first batches have passed.
+// training step does not allocate once the first batches have passed. A
+// view is written before it is read, so growing keeps nothing: the old block
+// is freed before the larger one is taken, the two never coexist, and the
+// allocator can reuse the old block's pages rather than take fresh ones from
+// the kernel (which clears them) while batches grow longer.
 template <class T>
 struct Buffer {
   AlignedVector<T> data;
   MatMap<T> view(Index rows, Index cols) {
     std::size_t need = static_cast<std::size_t>(rows * cols);
-    if (data.size() < need) data.resize(need);
+    if (data.size() < need) {
+      AlignedVector<T>().swap(data);
+      data.resize(need);
+    }
     return MatMap<T>(data.data(), rows, cols);
   }
 };
