@@ -129,3 +129,27 @@ TEST_CASE("gemm is exact for a row-major A of every row stride it reads in place
   }
   if (gemm_is_native()) CHECK(gemm_in_place_ld(69) == 128);
 }
+
+TEST_CASE("a packed float32 weight gives gemm_f32's bits", "[gemm]") {
+  // Around the tile, the panel and the 256-deep block, with and without a bias,
+  // on one thread and on two (which split the rows of a product of >= 196).
+  std::uint64_t seed = 900;
+  for (Index m : {1, 15, 200, 450})
+    for (Index n : {1, 17, 40, 70})
+      for (Index k : {1, 130, 256, 600}) {
+        const MF x = random_float(m, k, seed++), w = random_float(n, k, seed++);
+        const Eigen::RowVectorXf bias = random_float(1, n, seed++);
+        const F32Matrix packed(w.data(), n, k);
+        for (int threads : {1, 2})
+          for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
+            MF want(m, n), got(m, n);
+            gemm_f32(m, n, k, {x.data(), k}, {w.data(), k, true}, want.data(), n, false, b, threads);
+            packed.multiply(x, got, b, threads);
+            INFO(m << " x " << n << " x " << k << ", " << threads << " threads" << (b ? ", bias" : ""));
+            REQUIRE(got == want);
+          }
+      }
+  const MF w = random_float(40, 130, 1);
+  MF wrong(40, 41);  // 41 outputs for a weight of 40 rows
+  CHECK_THROWS_AS(F32Matrix(w.data(), 40, 130).multiply(w, wrong, nullptr), Error);
+}

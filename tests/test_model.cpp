@@ -7,6 +7,7 @@
 #include "gradcheck.hpp"
 #include "helpers.hpp"
 #include "zibert/infer/fast_forward.hpp"
+#include "zibert/infer/packed_net.hpp"
 #include "zibert/model/batch.hpp"
 #include "zibert/nn/gemm.hpp"
 #include "zibert/model/bert.hpp"
@@ -272,6 +273,10 @@ TEST_CASE("the inference fast path gives the training pass's probabilities, each
   // backward, the last layer's [CLS] attention folded) computes what the
   // training pass does, up to rounding.
   CHECK((grouped - whole).cwiseAbs().maxCoeff() < 1e-6f);
+  // With the weights packed once (what the Predictor runs on): the same bits.
+  InferenceCache<float> packed_cache;
+  const MatR<float> packed = infer_forward<float>(net, batch, packed_cache, nullptr, F32Net(net));
+  CHECK(packed == grouped);
   // And every row is computed the same way whatever shares its pass: equal
   // bits with the native product, equal to rounding with Eigen's.
   InferenceCache<float> one_cache;

@@ -7,7 +7,7 @@
 
 namespace zibert {
 
-Predictor::Predictor(const Model& model, double threshold, bool tables)
+Predictor::Predictor(const Model& model, double threshold, bool tables, Weights weights)
     : model_(model), threshold_(threshold), positive_(model.classifier.positive_id()) {
   if (model.config.task != Task::classify)
     throw Error("this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it with "
@@ -16,7 +16,9 @@ Predictor::Predictor(const Model& model, double threshold, bool tables)
   if (model.quantization)
     int8_ = std::make_unique<Int8Net>(model);
   else if (matmul_precision() == MatmulPrecision::bfloat16)
-    bf16_ = std::make_unique<Bf16Net>(model.net);
+    bf16_ = std::make_unique<Bf16Net>(model.net, bf16_isa());
+  else if (weights == Weights::packed)
+    f32_ = std::make_unique<F32Net>(model.net);
 }
 
 std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_t>>& texts) {
@@ -36,7 +38,8 @@ WindowPlan Predictor::run_windows(const std::vector<std::vector<std::int32_t>>& 
   probs.assign(plan.windows.size() * k, 0.0f);  // (windows, K)
   if (logits) logits->assign(plan.windows.size() * k, 0.0f);
   const LinearProducts<float>& products = int8_  ? static_cast<const LinearProducts<float>&>(*int8_)
-                                          : bf16_ ? *bf16_
+                                          : bf16_ ? static_cast<const LinearProducts<float>&>(*bf16_)
+                                          : f32_  ? *f32_
                                                   : float_products<float>();
   for_each_batch<float>(plan.passes.size(), caches_, [&](std::size_t b, InferenceCache<float>& cache) {
     const CMatMap<float> p = infer_forward(model_.net, plan.passes[b], cache, tables_.get(), products);

@@ -199,6 +199,39 @@ void gemm_f32(Index m, Index n, Index k, GemmOperand a, GemmOperand b, float* c,
                       Eigen::Map<MatR<float>, 0, Stride>(c, m, n, Stride(ldc)), accumulate, bias);
 }
 
+F32Matrix::F32Matrix(const float* w, Index n, Index k) : n_(n), k_(k), isa_(static_cast<int>(float_isa())) {
+  const GemmOperand wt{w, k, true};  // Wᵀ, (k, n)
+#if defined(ZIBERT_NATIVE_GEMM)
+  if (float_isa() == FloatIsa::avx512) {
+    packed_.resize(avx512::packed_b_floats(k, n));
+    avx512::pack_b_whole(wt, k, n, packed_.data());
+    return;
+  }
+  if (float_isa() == FloatIsa::avx2) {
+    packed_.resize(avx2::packed_b_floats(k, n));
+    avx2::pack_b_whole(wt, k, n, packed_.data());
+    return;
+  }
+#endif
+  values_.assign(w, w + n * k);
+}
+
+void F32Matrix::multiply(const CRef<float>& x, Ref<float> y, const float* bias, int threads) const {
+  if (x.cols() != k_ || y.cols() != n_ || y.rows() != x.rows()) throw Error("F32Matrix: the shapes do not match");
+  const Index m = x.rows();
+  if (m == 0) return;
+  const GemmOperand a{x.data(), x.outerStride()};
+#if defined(ZIBERT_NATIVE_GEMM)
+  if (k_ > 0 && isa_ == static_cast<int>(FloatIsa::avx512))
+    return avx512::native_gemm(m, n_, k_, a, {nullptr, k_, true}, y.data(), y.outerStride(), false, bias, threads,
+                               packed_.data());
+  if (k_ > 0 && isa_ == static_cast<int>(FloatIsa::avx2))
+    return avx2::native_gemm(m, n_, k_, a, {nullptr, k_, true}, y.data(), y.outerStride(), false, bias, threads,
+                             packed_.data());
+#endif
+  gemm_f32(m, n_, k_, a, {values_.data(), k_, true}, y.data(), y.outerStride(), false, bias, threads);
+}
+
 void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<float> c, bool accumulate,
           const float* bias, int threads) {
   const Index m = ta ? a.cols() : a.rows();

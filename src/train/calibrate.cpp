@@ -14,7 +14,7 @@ ScoredData score_dataset(const Model& model, const Dataset& data) {
     texts.push_back(model.tokenizer.encode(ex.text));
     out.gold.push_back(id);
   }
-  Predictor predictor(model);
+  Predictor predictor(model, 0.5, true, Predictor::Weights::in_place);  // beside the training state
   predictor.set_raw_probs(true);
   for (const Prediction& p : predictor.predict_ids(texts)) out.probs.insert(out.probs.end(), p.probs.begin(), p.probs.end());
   return out;

@@ -194,7 +194,8 @@ DevSet encode_dev(const Dataset& data, const std::vector<std::vector<char32_t>>&
 }
 
 DevScore evaluate(const Model& model, const DevSet& dev) {
-  Predictor predictor(model);  // tables of the weights as they are now
+  // Tables of the weights as they are now; no packed copy beside the training state.
+  Predictor predictor(model, 0.5, true, Predictor::Weights::in_place);
   const std::vector<Prediction> preds = predictor.predict_ids(dev.ids);
   std::vector<std::int32_t> predicted;
   double loss_sum = 0;

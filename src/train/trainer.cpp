@@ -23,7 +23,7 @@ namespace {
 // ones. loss: the mean over texts of Σ_labels binary cross-entropy (P
 // clamped to [1e-12, 1 − 1e-12]); accuracy: exact match; f1: micro-F1.
 DevScore evaluate_multi_label(const Model& model, const DevSet& dev) {
-  Predictor predictor(model);
+  Predictor predictor(model, 0.5, true, Predictor::Weights::in_place);  // beside the training state
   const std::vector<Prediction> preds = predictor.predict_ids(dev.ids);
   const std::size_t k = model.classifier.labels.size();
   std::vector<std::uint8_t> predicted(preds.size() * k, 0);

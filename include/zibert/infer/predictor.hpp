@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "zibert/infer/fast_forward.hpp"
-#include "zibert/infer/bf16_net.hpp"
 #include "zibert/infer/int8_net.hpp"
+#include "zibert/infer/packed_net.hpp"
 #include "zibert/infer/window_plan.hpp"
 #include "zibert/model/model.hpp"
 
@@ -33,8 +33,15 @@ class Predictor {
   // rounding; either way a text's prediction does not depend on the others.
   // A quantized model (model.quantization) predicts by its int8 twins
   // (Int8Net) on the fastest path this CPU has; a float one, when the
-  // process's matmul precision is bfloat16, by bfloat16 twins (Bf16Net).
-  explicit Predictor(const Model& model, double threshold = 0.5, bool tables = true);
+  // process's matmul precision is bfloat16, by bfloat16 twins (Bf16Net),
+  // else, with Weights::packed, by float32 twins (F32Net): the same bits as
+  // the network's own products, without packing the weights at every pass,
+  // for one more copy of the Linear weights in memory; Weights::in_place
+  // multiplies by the network's weights as they are (what training's dev
+  // scoring uses, beside the training state).
+  enum class Weights { packed, in_place };
+  explicit Predictor(const Model& model, double threshold = 0.5, bool tables = true,
+                     Weights weights = Weights::packed);
   // texts are normalised characters (see normalize()).
   std::vector<Prediction> predict(const std::vector<std::vector<char32_t>>& texts);
   // The same for texts already mapped to ids (Tokenizer::encode), without [CLS]/[SEP].
@@ -79,6 +86,7 @@ class Predictor {
   std::unique_ptr<EmbeddingTables<float>> tables_;
   std::unique_ptr<Int8Net> int8_;              // a quantized model's products
   std::unique_ptr<Bf16Net> bf16_;              // the float model's at bfloat16 precision (--bf16)
+  std::unique_ptr<F32Net> f32_;                // else the float model's, packed once
   std::vector<InferenceCache<float>> caches_;  // one per thread
   std::int64_t padded_tokens_ = 0;
 };

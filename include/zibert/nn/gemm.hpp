@@ -14,6 +14,7 @@
 #include <omp.h>
 
 #include <type_traits>
+#include <vector>
 
 #include "zibert/nn/tensor.hpp"
 
@@ -61,6 +62,25 @@ bool gemm_is_native();
 // Chosen from the CPU when first asked, whatever -march the build used;
 // ZIBERT_FLOAT_ISA=avx512|avx2|eigen chooses by hand (all give the same bits).
 const char* gemm_isa_name();
+
+// A weight matrix W (n, k) packed once for y = x Wᵀ + b in float32: what
+// gemm_f32 computes with B = Wᵀ, the same bits, without packing W again at
+// every product (float32 inference). The values are copied in.
+class F32Matrix {
+ public:
+  F32Matrix(const float* w, Index n, Index k);
+  Index rows() const { return n_; }
+  Index cols() const { return k_; }
+  // y (m, n) = x (m, k) Wᵀ + bias (n floats, or nullptr). threads > 1 splits
+  // the rows (only outside a parallel region).
+  void multiply(const CRef<float>& x, Ref<float> y, const float* bias, int threads = 1) const;
+
+ private:
+  Index n_ = 0, k_ = 0;
+  int isa_ = 0;                 // the kernel whose panels packed_ holds (gemm.cpp's FloatIsa)
+  AlignedVector<float> packed_; // the kernel's panels of Wᵀ, every depth block
+  std::vector<float> values_;   // without a kernel of zibert's: W as given, (n, k)
+};
 
 // Eigen-typed convenience: c (=|+=) a · b, with a and b optionally transposed.
 void gemm(const CRef<float>& a, bool ta, const CRef<float>& b, bool tb, Ref<float> c, bool accumulate,
