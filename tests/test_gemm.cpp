@@ -6,6 +6,7 @@
 
 #include "gradcheck.hpp"
 #include "product_check.hpp"
+#include "zibert/base/error.hpp"
 #include "zibert/nn/gemm.hpp"
 
 using namespace zibert;
