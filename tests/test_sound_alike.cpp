@@ -89,6 +89,13 @@ TEST_CASE("the readings table: every reading of kMandarin, kHanyuPinyin and kXHC
   CHECK(r.size() == 11);
   CHECK(r.syllables(U'佛') == std::vector<std::string>{"fo", "fu", "bi", "bo"});
   CHECK(r.syllables(U'强') == std::vector<std::string>{"qiang", "jiang"});
+  // Today's readings (kMandarin, kXHC1983) leave out kHanyuPinyin's old ones.
+  using Use = Readings::Use;
+  CHECK(r.syllables(U'佛', Use::today) == std::vector<std::string>{"fu", "fo"});
+  CHECK(r.syllables(U'强', Use::today) == std::vector<std::string>{"qiang"});
+  CHECK(r.characters("bi") == std::vector<char32_t>{U'佛'});
+  CHECK(r.characters("bi", Use::today).empty());
+  CHECK(r.characters("qiang", Use::today) == r.characters("qiang"));
   CHECK(r.characters("qiang") == std::vector<char32_t>{U'墙', U'強', U'强', U'腔', U'蔷'});
   CHECK(r.homophones(U'墙', U'蔷'));  // kXHC1983 alone reads 蔷
   CHECK(r.homophones(U'佛', U'弗'));
@@ -135,12 +142,27 @@ TEST_CASE("a phrase's sound-alike characters come from the table, toward common 
   CHECK(every.sounds_like(2, U'強'));
   CHECK_FALSE(every.sounds_like(2, U'门'));
 
-  // The user's reading: 佛 is fo only, so 弗 (fu) is no homophone; held-out 強 is never drawn.
+  // The user's reading: 佛 is drawn as fo only, so 弗 (fu) is never drawn, but
+  // it still sounds like 佛 read fu, so no negative may use it; held-out 強 is
+  // never drawn either and still a homophone.
   const PhraseSounds told(phrase, {{"fo"}, {"tiao"}, {"qiang"}}, r, frequency, {U'強'});
-  CHECK_FALSE(told.sounds_like(0, U'弗'));
+  CHECK(told.sounds_like(0, U'弗'));
   CHECK(told.positions(PhraseSounds::Alike::same) == std::vector<std::size_t>{1, 2});
   for (int i = 0; i < 500; ++i) CHECK(told.draw(2, PhraseSounds::Alike::same, rng) != U'強');
-  CHECK(told.sounds_like(2, U'強'));  // still a homophone: no negative may use it
+  CHECK(told.sounds_like(2, U'強'));
+  // Both readings given (fo/fu): 弗 is drawn at 佛's place.
+  const PhraseSounds both(phrase, {{"fo", "fu"}, {"tiao"}, {"qiang"}}, r, frequency, {});
+  CHECK(both.positions(PhraseSounds::Alike::same) == std::vector<std::size_t>{0, 1, 2});
+  CHECK(both.draw(0, PhraseSounds::Alike::same, rng) == U'弗');
+
+  // A typo's form inside a text: one character replaced by one that sounds like it.
+  CHECK(told.heard_in(utf8_decode("今天吃弗跳墙")));
+  CHECK(told.heard_in(utf8_decode("佛跳強")));
+  CHECK(told.heard_in(utf8_decode("一锅佛跳钱。")));  // near: qian for qiang
+  CHECK_FALSE(told.heard_in(utf8_decode("佛跳墙")));  // the phrase itself is no typo
+  CHECK_FALSE(told.heard_in(utf8_decode("弗跳強")));  // two changed
+  CHECK_FALSE(told.heard_in(utf8_decode("佛吃墙")));
+  CHECK_FALSE(told.heard_in(utf8_decode("佛跳")));
 }
 
 TEST_CASE("pinyin spellings as people type them", "[sound]") {
@@ -205,7 +227,10 @@ TEST_CASE("synth's sound-alike kinds: homophones, near ones, pinyin, aliases, an
       INFO(ex.text << " " << ex.category);
       ++kinds[ex.category];
       const std::vector<char32_t> t = utf8_decode(ex.text);
-      if (ex.label == "0") CHECK_FALSE(mentions(ex.text, every_name, {}, o.not_inside));
+      if (ex.label == "0") {
+        CHECK_FALSE(mentions(ex.text, every_name, {}, o.not_inside));
+        CHECK_FALSE(sounds.heard_in(t));  // no typo's form either (福跳墙 under 佛's reading fu)
+      }
       char32_t c32 = 0;
       if (ex.category == "pos-homophone" || ex.category == "pos-near-homophone") {
         int at = changed_position(t, phrase, c32);
@@ -255,6 +280,19 @@ TEST_CASE("synth's sound-alike kinds: homophones, near ones, pinyin, aliases, an
   for (const auto& [k, n] : kinds) positives += k.starts_with("pos-") ? n : 0;
   CHECK(kinds["pos-homophone"] > positives * 0.08);
   CHECK(kinds["pos-homophone"] < positives * 0.16);
+
+  // 佛 given two readings (fo/fu): typos at its place too, spelt as the first.
+  o.pinyin = {"fo/fu", "tiao", "qiang"};
+  std::set<char32_t> first;
+  bool spelt = false;
+  for (const SynthExample& ex : synthesize(base, o).train) {
+    char32_t c32 = 0;
+    if (ex.category == "pos-homophone" && changed_position(utf8_decode(ex.text), phrase, c32) == 0) first.insert(c32);
+    spelt = spelt || (ex.category == "pos-pinyin" && ex.text.find("futiao") == std::string::npos &&
+                      ex.text.find("fotiao") != std::string::npos);
+  }
+  CHECK(first == std::set<char32_t>{U'弗'});
+  CHECK(spelt);
 }
 
 TEST_CASE("synth without a readings table or aliases makes the forms it made before", "[sound][synth]") {
@@ -277,7 +315,7 @@ TEST_CASE("synth without a readings table or aliases makes the forms it made bef
   o.readings = &r;
   const SynthCorpus d = synthesize(base, o);
   REQUIRE(d.notes.size() == 1);
-  CHECK_THAT(d.notes[0], Catch::Contains("pos-pinyin is off: 佛 has 4 readings"));
+  CHECK_THAT(d.notes[0], Catch::Contains("pos-pinyin is off: 佛 has 2 readings today"));
   o.pinyin = {"fo", "tiao"};
   CHECK_THROWS_WITH(synthesize(base, o), Catch::Contains("--pinyin gives 2 syllables for the 3 characters"));
 }

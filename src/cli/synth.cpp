@@ -135,8 +135,10 @@ Runner setup_synth(CLI::App& app) {
                  "(repeatable: --alias 福寿全 --alias 'Buddha Jumps Over the Wall')");
   app.add_option("--pinyin", o->synth.pinyin,
                  "The phrase's reading, a syllable per character, tones optional (--pinyin 'fo tiao qiang'; "
-                 "with tone marks, 'fó tiào qiáng', the marked spellings are written too); "
-                 "default: each character's readings in the table")
+                 "with tone marks, 'fó tiào qiáng', the marked spellings are written too; a character "
+                 "read two ways, 'fo/fu tiao qiang': the first is spelt, each gives homophones); "
+                 "default: each character's readings today (kMandarin, kXHC1983). Negatives avoid every reading "
+                 "the table has, kHanyuPinyin's old ones too")
       ->delimiter(' ');
   app.add_option("--not-inside", o->synth.not_inside,
                  "A string that, right before or after a match, makes it no mention: 红烧肉丸子汤 with "

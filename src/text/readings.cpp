@@ -120,32 +120,39 @@ Readings Readings::parse(std::string text, const std::string& name) {
       for (std::string_view reading : split_on(entry, ',')) {
         const std::string syllable = toneless_syllable(reading);
         if (syllable.empty()) throw error_at(name, n, "\"" + std::string(reading) + "\" is not a pinyin reading");
-        r.add(c, syllable);
+        r.add(c, syllable, f[1] == "kHanyuPinyin" ? Use::any : Use::today);
       }
     }
   }
-  if (r.by_char_.empty()) throw Error(name + ": no readings (kMandarin, kHanyuPinyin or kXHC1983) in it");
+  if (r.any_.by_char.empty()) throw Error(name + ": no readings (kMandarin, kHanyuPinyin or kXHC1983) in it");
   return r;
 }
 
-void Readings::add(char32_t c, const std::string& syllable) {
-  std::vector<std::string>& mine = by_char_[c];
+void Readings::Lists::add(char32_t c, const std::string& syllable) {
+  std::vector<std::string>& mine = by_char[c];
   if (std::find(mine.begin(), mine.end(), syllable) != mine.end()) return;
   mine.push_back(syllable);
-  std::vector<char32_t>& chars = by_syllable_[syllable];
+  std::vector<char32_t>& chars = by_syllable[syllable];
   chars.insert(std::lower_bound(chars.begin(), chars.end(), c), c);
 }
 
-const std::vector<std::string>& Readings::syllables(char32_t c) const {
-  static const std::vector<std::string> kNone;
-  auto it = by_char_.find(c);
-  return it == by_char_.end() ? kNone : it->second;
+void Readings::add(char32_t c, const std::string& syllable, Use use) {
+  any_.add(c, syllable);
+  if (use == Use::today) today_.add(c, syllable);
 }
 
-const std::vector<char32_t>& Readings::characters(const std::string& syllable) const {
+const std::vector<std::string>& Readings::syllables(char32_t c, Use use) const {
+  static const std::vector<std::string> kNone;
+  const auto& m = (use == Use::any ? any_ : today_).by_char;
+  auto it = m.find(c);
+  return it == m.end() ? kNone : it->second;
+}
+
+const std::vector<char32_t>& Readings::characters(const std::string& syllable, Use use) const {
   static const std::vector<char32_t> kNone;
-  auto it = by_syllable_.find(syllable);
-  return it == by_syllable_.end() ? kNone : it->second;
+  const auto& m = (use == Use::any ? any_ : today_).by_syllable;
+  auto it = m.find(syllable);
+  return it == m.end() ? kNone : it->second;
 }
 
 bool Readings::homophones(char32_t a, char32_t b) const {

@@ -21,20 +21,35 @@ bool has(const std::vector<char32_t>& sorted, char32_t c) { return std::binary_s
 
 PhraseSounds::PhraseSounds(const std::vector<char32_t>& phrase, const std::vector<std::vector<std::string>>& syllables,
                            const Readings& readings, const std::unordered_map<char32_t, std::int64_t>& frequency,
-                           const std::vector<char32_t>& held_out) {
+                           const std::vector<char32_t>& held_out)
+    : phrase_(phrase) {
   auto weight = [&](char32_t c) {
     auto it = frequency.find(c);
     return std::sqrt(double(it == frequency.end() ? 0 : it->second)) + 0.1;
   };
   for (std::size_t i = 0; i < phrase.size(); ++i) {
-    std::vector<char32_t> same, near;
-    const std::vector<std::string>& mine = i < syllables.size() ? syllables[i] : readings.syllables(phrase[i]);
-    for (const std::string& s : mine)
-      for (char32_t c : readings.characters(s)) add_sorted(same, c);
-    for (const std::string& s : mine)
-      for (const std::string& n : near_syllables(s))
-        for (char32_t c : readings.characters(n))
-          if (!has(same, c)) add_sorted(near, c);
+    // What is drawn: the characters read today as the readings given, or else
+    // as the character's readings today (佛: fo and fu).
+    using Use = Readings::Use;
+    const std::vector<std::string>& mine =
+        i < syllables.size() ? syllables[i] : readings.syllables(phrase[i], Use::today);
+    // What sounds alike: the characters read so in any dictionary, as any
+    // reading the table has (佛 given as fo is still fu, bo and bi to someone
+    // who reads it so).
+    std::vector<std::string> every = mine;
+    for (const std::string& s : readings.syllables(phrase[i]))
+      if (std::find(every.begin(), every.end(), s) == every.end()) every.push_back(s);
+    auto alike_to = [&](const std::vector<std::string>& readings_of, Use use) {
+      std::vector<char32_t> same, near;
+      for (const std::string& s : readings_of)
+        for (char32_t c : readings.characters(s, use)) add_sorted(same, c);
+      for (const std::string& s : readings_of)
+        for (const std::string& n : near_syllables(s))
+          for (char32_t c : readings.characters(n, use))
+            if (!has(same, c)) add_sorted(near, c);
+      return std::make_pair(same, near);
+    };
+    const auto [same, near] = alike_to(mine, Use::today);
     auto candidates = [&](const std::vector<char32_t>& list) {
       Candidates cand;
       double total = 0;
@@ -48,8 +63,8 @@ PhraseSounds::PhraseSounds(const std::vector<char32_t>& phrase, const std::vecto
     same_.push_back(candidates(same));
     near_.push_back(candidates(near));
     // Every reading's characters, the held-out and rare ones too, sound alike.
-    std::vector<char32_t> alike = same;
-    alike.insert(alike.end(), near.begin(), near.end());
+    auto [alike, near_every] = alike_to(every, Use::any);
+    alike.insert(alike.end(), near_every.begin(), near_every.end());
     std::sort(alike.begin(), alike.end());
     alike_.push_back(std::move(alike));
     if (!same_.back().chars.empty()) same_at_.push_back(i);
@@ -66,6 +81,20 @@ char32_t PhraseSounds::draw(std::size_t i, Alike alike, Rng& rng) const {
 }
 
 bool PhraseSounds::sounds_like(std::size_t i, char32_t c) const { return i < alike_.size() && has(alike_[i], c); }
+
+bool PhraseSounds::heard_in(const std::vector<char32_t>& text) const {
+  for (std::size_t s = 0; s + phrase_.size() <= text.size(); ++s) {
+    std::size_t changed = 0;
+    bool alike = true;
+    for (std::size_t i = 0; i < phrase_.size() && alike && changed < 2; ++i)
+      if (text[s + i] != phrase_[i]) {
+        ++changed;
+        alike = sounds_like(i, text[s + i]);
+      }
+    if (alike && changed == 1) return true;
+  }
+  return false;
+}
 
 std::string pinyin_spelling(const std::vector<std::string>& syllables, int style) {
   std::string out;

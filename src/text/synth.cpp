@@ -100,9 +100,21 @@ class Generator {
       held_out_.insert(held_out_.end(), t.begin(), t.end());
     }
     bool marked = false;  // tone marks given (fó tiào qiáng): written so too
-    for (const std::string& s : o.pinyin) {
-      reading_.push_back(toneless_syllable(s));
-      if (reading_.back().empty()) throw Error("synth: --pinyin \"" + s + "\" is not a pinyin syllable");
+    for (const std::string& given : o.pinyin) {
+      // fo/fu: a character read several ways; the first is the one spelt,
+      // each gives homophones.
+      std::vector<std::string> ways;
+      for (std::size_t from = 0;;) {
+        const std::size_t slash = given.find('/', from);
+        const std::string one = given.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
+        ways.push_back(toneless_syllable(one));
+        if (ways.back().empty()) throw Error("synth: --pinyin \"" + one + "\" is not a pinyin syllable");
+        if (slash == std::string::npos) break;
+        from = slash + 1;
+      }
+      reading_.push_back(ways.front());
+      ways_.push_back(std::move(ways));
+      const std::string s = given.substr(0, given.find('/'));
       std::string lower = s;
       for (char& ch : lower)
         if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
@@ -125,8 +137,7 @@ class Generator {
       for (const Text& p : phrases_) {
         // The reading given, or else every reading the table has.
         std::vector<std::vector<std::string>> syllables;
-        if (!reading_.empty() && p.size() == reading_.size())
-          for (const std::string& s : reading_) syllables.push_back({s});
+        if (!reading_.empty() && p.size() == reading_.size()) syllables = ways_;
         // A variant's character in its place is no typo (牆 for 墙): never drawn.
         Text held = held_out_;
         for (const Text& q : phrases_)
@@ -136,10 +147,10 @@ class Generator {
       }
     if (reading_.empty() && o.readings) {  // the reading from the table, when each character has one
       for (char32_t c : phrases_[0]) {
-        const std::vector<std::string>& s = o.readings->syllables(c);
+        const std::vector<std::string>& s = o.readings->syllables(c, Readings::Use::today);
         if (s.size() != 1) {
           notes_.push_back("pos-pinyin is off: " + utf8_encode(Text{c}) + " has " + std::to_string(s.size()) +
-                           " readings in the table; give the phrase's with --pinyin");
+                           " readings today; give the phrase's with --pinyin");
           reading_.clear();
           break;
         }
@@ -179,6 +190,14 @@ class Generator {
   const std::vector<std::string>& notes() const { return notes_; }
 
   bool mentions_any(const Text& t) const { return is_mention_(t); }
+  // A typo's form of the phrase or a variant (佛跳強, 福跳墙), separators aside.
+  bool heard_in(const Text& t) const {
+    if (sounds_.empty()) return false;
+    const Text bare = is_mention_.bare(t);
+    for (const auto& s : sounds_)
+      if (s->heard_in(bare)) return true;
+    return false;
+  }
 
   // One example of a randomly chosen kind; false when a negative could not be
   // made without mentioning the phrase (or a positive only next to a
@@ -188,7 +207,7 @@ class Generator {
     for (int attempt = 0; attempt < 20; ++attempt) {
       Text t = build(k.kind, base, rng);
       const bool positive = is_positive(k.kind);
-      if (!positive && mentions_any(t)) continue;
+      if (!positive && (mentions_any(t) || heard_in(t))) continue;
       if ((k.kind == Kind::PosAlias || (is_literal(k.kind) && !not_inside_.empty())) && !mentions_any(t)) continue;
       out = {positive ? "1" : "0", utf8_encode(t), k.name};
       return true;
@@ -386,6 +405,7 @@ class Generator {
   }
 
   std::vector<std::string> reading_;  // the phrase's syllables, for pos-pinyin (empty: off)
+  std::vector<std::vector<std::string>> ways_;  // each syllable's readings as --pinyin gave them (fo/fu)
   std::vector<std::string> marked_;   // the same as --pinyin gave them with tone marks (empty: none given)
   std::vector<std::unique_ptr<PhraseSounds>> sounds_;  // per phrase and variant, with a readings table
   std::vector<double> shares_, weights_;               // per kind

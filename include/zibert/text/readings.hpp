@@ -34,19 +34,29 @@ class Readings {
   // The same from the table's text in memory; name is for messages.
   static Readings parse(std::string text, const std::string& name);
 
-  // Adds a reading (toneless, as toneless_syllable gives); no-op when known.
-  void add(char32_t c, const std::string& syllable);
+  // Which readings: every one the table has, or those of today's dictionaries
+  // alone (kMandarin and kXHC1983: what a pinyin keyboard offers).
+  // kHanyuPinyin's Hanyu Da Zidian also lists readings out of use: 不 as fū,
+  // 包 as fú.
+  enum class Use { any, today };
+  // Adds a reading (toneless, as toneless_syllable gives); Use::today puts it
+  // in both lists, Use::any in the first only. No-op when known.
+  void add(char32_t c, const std::string& syllable, Use use = Use::today);
   // The syllables c is read as, in the table's order; empty when unknown.
-  const std::vector<std::string>& syllables(char32_t c) const;
+  const std::vector<std::string>& syllables(char32_t c, Use use = Use::any) const;
   // The characters read as the syllable, in code point order.
-  const std::vector<char32_t>& characters(const std::string& syllable) const;
+  const std::vector<char32_t>& characters(const std::string& syllable, Use use = Use::any) const;
   // True when a and b share a syllable (a character shares one with itself).
   bool homophones(char32_t a, char32_t b) const;
-  std::size_t size() const { return by_char_.size(); }  // characters with a reading
+  std::size_t size() const { return any_.by_char.size(); }  // characters with a reading
 
  private:
-  std::unordered_map<char32_t, std::vector<std::string>> by_char_;
-  std::map<std::string, std::vector<char32_t>> by_syllable_;
+  struct Lists {
+    std::unordered_map<char32_t, std::vector<std::string>> by_char;
+    std::map<std::string, std::vector<char32_t>> by_syllable;
+    void add(char32_t c, const std::string& syllable);
+  };
+  Lists any_, today_;
 };
 
 }  // namespace zibert

@@ -16,7 +16,8 @@ namespace zibert {
 class PhraseSounds {
  public:
   // syllables: each character's reading(s), toneless (the user's --pinyin, or
-  // the table's). frequency: how often each character occurs in the text the
+  // else the table's readings today, Readings::Use::today); the characters
+  // drawn are those read so today. frequency: how often each character occurs in the text the
   // forms go into; draws lean toward common characters. held_out: characters
   // never drawn (kept for measuring how forms never generated fare).
   PhraseSounds(const std::vector<char32_t>& phrase, const std::vector<std::vector<std::string>>& syllables,
@@ -30,8 +31,12 @@ class PhraseSounds {
   // (count: its frequency) over the candidates; 0 when there is none.
   char32_t draw(std::size_t i, Alike alike, Rng& rng) const;
   // True when c at position i is a homophone or a near-homophone of the
-  // phrase's character there (a form the positives may take).
+  // phrase's character there under any of its readings, the given ones and
+  // every one the table has (a form no negative may take).
   bool sounds_like(std::size_t i, char32_t c) const;
+  // True when text holds the phrase with one character replaced by one that
+  // sounds like it (佛跳強, 福跳墙): a typo's form, a mention.
+  bool heard_in(const std::vector<char32_t>& text) const;
 
  private:
   struct Candidates {
@@ -41,6 +46,7 @@ class PhraseSounds {
   std::vector<Candidates> same_, near_;       // what draw picks from, per position
   std::vector<std::vector<char32_t>> alike_;  // per position: every homophone and near-homophone (ascending)
   std::vector<std::size_t> same_at_, near_at_;
+  std::vector<char32_t> phrase_;
 };
 
 // The reading in Latin letters as people type it, without tones, ü as v:

@@ -26,7 +26,7 @@ struct SynthOptions {
   // it needs is given and its share (of the positives) is above zero.
   const Readings* readings = nullptr;   // homophones and near-homophones come from it
   std::vector<std::string> pinyin;      // the phrase's reading, a syllable per character (fo tiao qiang);
-                                        // default: each character's readings in the table
+                                        // default: each character's readings today
   std::vector<std::string> aliases;     // other names and translations, used as the phrase is
   std::vector<std::string> not_inside;  // a match next to one of these is no mention (丸子 for 红烧肉)
   std::vector<std::string> held_out;    // characters never generated as homophones (for measuring)
