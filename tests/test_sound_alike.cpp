@@ -293,6 +293,19 @@ TEST_CASE("synth's sound-alike kinds: homophones, near ones, pinyin, aliases, an
   }
   CHECK(first == std::set<char32_t>{U'弗'});
   CHECK(spelt);
+
+  // Initials only when asked for (--initials): FTQ, ftq.
+  auto initials = [&] {
+    int n = 0;
+    for (const SynthExample& ex : synthesize(base, o).train)
+      if (ex.category == "pos-pinyin" && (ex.text.find("FTQ") != std::string::npos ||
+                                          ex.text.find("ftq") != std::string::npos))
+        ++n;
+    return n;
+  };
+  CHECK(initials() == 0);
+  o.pinyin_initials = true;
+  CHECK(initials() > 0);
 }
 
 TEST_CASE("synth without a readings table or aliases makes the forms it made before", "[sound][synth]") {

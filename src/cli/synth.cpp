@@ -157,6 +157,9 @@ Runner setup_synth(CLI::App& app) {
   app.add_option("--near-homophone-share", o->synth.near_homophone_share,
                  "Share with one character one usual confusion away (z/zh c/ch s/sh n/l f/h an/ang en/eng in/ing)")
       ->check(finite_range(0.0, 0.9))->capture_default_str();
+  app.add_flag("--initials", o->synth.pinyin_initials,
+               "pos-pinyin also writes the syllables' first letters (FTQ, ftq; off by default: three capitals "
+               "are close to many abbreviations, FTP and FAQ among them)");
   app.add_option("--pinyin-share", o->synth.pinyin_share,
                  "Share with the reading in Latin letters (fotiaoqiang, Fo Tiao Qiang)")
       ->check(finite_range(0.0, 0.9))->capture_default_str();

@@ -393,11 +393,19 @@ class Generator {
   // The reading of syllables [start, start + count) as a pinyin keyboard's
   // user writes it: a toneless style (kPinyinStyles), or, when --pinyin
   // gave tone marks, the marked syllables joined or spaced (fótiàoqiáng).
+  // With --initials, also the syllables' first letters (FTQ, ftq).
   Text pinyin_piece(std::size_t start, std::size_t count, Rng& rng) const {
     const auto from = static_cast<std::ptrdiff_t>(start), to = static_cast<std::ptrdiff_t>(start + count);
-    const int style = static_cast<int>(rng.below(kPinyinStyles + (marked_.empty() ? 0 : 2)));
+    const int marked = marked_.empty() ? 0 : 2, initials = options_.pinyin_initials ? 2 : 0;
+    const int style = static_cast<int>(rng.below(kPinyinStyles + marked + initials));
     if (style < kPinyinStyles)
       return utf8_decode(pinyin_spelling({reading_.begin() + from, reading_.begin() + to}, style));
+    if (style >= kPinyinStyles + marked) {
+      std::string out;
+      for (auto it = reading_.begin() + from; it != reading_.begin() + to; ++it)
+        out += static_cast<char>(style == kPinyinStyles + marked ? (*it)[0] - 'a' + 'A' : (*it)[0]);
+      return utf8_decode(out);
+    }
     std::string out;
     for (auto it = marked_.begin() + from; it != marked_.begin() + to; ++it)
       out += (out.empty() || style == kPinyinStyles ? "" : " ") + *it;

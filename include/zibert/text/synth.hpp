@@ -33,6 +33,7 @@ struct SynthOptions {
   double homophone_share = 0.12;        // pos-homophone: one character replaced by a homophone
   double near_homophone_share = 0.04;   // pos-near-homophone: by a character one usual confusion away
   double pinyin_share = 0.08;           // pos-pinyin: the reading in Latin letters
+  bool pinyin_initials = false;         // pos-pinyin also writes the syllables' initials (FTQ, ftq)
   double alias_share = 0.12;            // pos-alias: an alias in the forms the phrase takes
   std::uint64_t seed = 1;
   double dev_fraction = 0.1, test_fraction = 0.1;
