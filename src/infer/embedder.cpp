@@ -8,7 +8,10 @@ Embedder::Embedder(const Model& model, Pool pool)
     : model_(model),
       pool_(pool),
       tables_(embedding_tables(model.net)),
-      int8_(model.quantization ? std::make_unique<Int8Net>(model) : nullptr) {}
+      // Float32 multiplies by the weights in place: every row of the last
+      // layer is needed, so the packing a pass does is a small share of it,
+      // and packing once would cost a copy of the weights.
+      products_(model, ModelProducts::Weights::in_place) {}
 
 std::vector<float> Embedder::embed_ids(const std::vector<std::vector<std::int32_t>>& texts) {
   const Index c = model_.config.dim;
@@ -21,7 +24,7 @@ std::vector<float> Embedder::embed_ids(const std::vector<std::vector<std::int32_
   for_each_batch<float>(plan.passes.size(), caches_, [&](std::size_t b, InferenceCache<float>& cache) {
     const Batch& pass = plan.passes[b];
     const CMatMap<float> hidden = infer_hidden(model_.net, pass, cache, tables_.get(),
-                                              int8_ ? *int8_ : float_products<float>());  // (N, C)
+                                              products_.get());  // (N, C)
     for (std::size_t r = 0; r < plan.members[b].size(); ++r) {
       const std::size_t w = plan.members[b][r];
       const auto rows = static_cast<Index>(plan.windows[w].ids.size());

@@ -6,19 +6,23 @@
 #include "zibert/infer/fast_forward.hpp"
 
 namespace zibert {
+namespace {
 
-Predictor::Predictor(const Model& model, double threshold, bool tables, Weights weights)
-    : model_(model), threshold_(threshold), positive_(model.classifier.positive_id()) {
+const Model& classifier(const Model& model) {
   if (model.config.task != Task::classify)
     throw Error("this model is an encoder (zibert pretrain's): it has no labels to predict; fine-tune it with "
                 "zibert train --init, or use it with embed or fill-mask");
+  return model;
+}
+
+}  // namespace
+
+Predictor::Predictor(const Model& model, double threshold, bool tables, Weights weights)
+    : model_(classifier(model)),
+      threshold_(threshold),
+      positive_(model.classifier.positive_id()),
+      products_(model, weights) {
   if (tables) tables_ = embedding_tables(model.net);
-  if (model.quantization)
-    int8_ = std::make_unique<Int8Net>(model);
-  else if (matmul_precision() == MatmulPrecision::bfloat16)
-    bf16_ = std::make_unique<Bf16Net>(model.net, bf16_isa());
-  else if (weights == Weights::packed)
-    f32_ = std::make_unique<F32Net>(model.net);
 }
 
 std::vector<Prediction> Predictor::predict(const std::vector<std::vector<char32_t>>& texts) {
@@ -37,10 +41,7 @@ WindowPlan Predictor::run_windows(const std::vector<std::vector<std::int32_t>>& 
   padded_tokens_ = plan.padded_tokens;
   probs.assign(plan.windows.size() * k, 0.0f);  // (windows, K)
   if (logits) logits->assign(plan.windows.size() * k, 0.0f);
-  const LinearProducts<float>& products = int8_  ? static_cast<const LinearProducts<float>&>(*int8_)
-                                          : bf16_ ? static_cast<const LinearProducts<float>&>(*bf16_)
-                                          : f32_  ? *f32_
-                                                  : float_products<float>();
+  const LinearProducts<float>& products = products_.get();
   for_each_batch<float>(plan.passes.size(), caches_, [&](std::size_t b, InferenceCache<float>& cache) {
     const CMatMap<float> p = infer_forward(model_.net, plan.passes[b], cache, tables_.get(), products);
     for (std::size_t r = 0; r < plan.members[b].size(); ++r)

@@ -8,7 +8,7 @@
 
 #include "zibert/infer/embedding_tables.hpp"
 #include "zibert/infer/fast_forward.hpp"
-#include "zibert/infer/int8_net.hpp"
+#include "zibert/infer/model_products.hpp"
 #include "zibert/model/model.hpp"
 
 namespace zibert {
@@ -21,7 +21,8 @@ enum class Pool { mean, cls };
 // The model's weights must not change while an Embedder uses it.
 class Embedder {
  public:
-  // A quantized model embeds by its int8 twins (Int8Net).
+  // It embeds by the model's ModelProducts: int8 twins for a quantized
+  // model, bfloat16 ones under --bf16, else the float32 weights in place.
   Embedder(const Model& model, Pool pool);
   // texts: ids without [CLS]/[SEP] (Tokenizer::encode). A text longer than
   // the window gets its windows' vectors averaged, each weighted by its rows
@@ -33,7 +34,7 @@ class Embedder {
   const Model& model_;
   Pool pool_;
   std::unique_ptr<EmbeddingTables<float>> tables_;
-  std::unique_ptr<Int8Net> int8_;  // a quantized model's products
+  ModelProducts products_;
   std::vector<InferenceCache<float>> caches_;  // one per thread
 };
 

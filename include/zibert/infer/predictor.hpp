@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "zibert/infer/fast_forward.hpp"
-#include "zibert/infer/int8_net.hpp"
-#include "zibert/infer/packed_net.hpp"
+#include "zibert/infer/model_products.hpp"
 #include "zibert/infer/window_plan.hpp"
 #include "zibert/model/model.hpp"
 
@@ -31,15 +30,11 @@ class Predictor {
   // filled as tokens first appear (unless the model's would exceed
   // kMaxTableBytes); false multiplies them out. The two agree up to
   // rounding; either way a text's prediction does not depend on the others.
-  // A quantized model (model.quantization) predicts by its int8 twins
-  // (Int8Net) on the fastest path this CPU has; a float one, when the
-  // process's matmul precision is bfloat16, by bfloat16 twins (Bf16Net),
-  // else, with Weights::packed, by float32 twins (F32Net): the same bits as
-  // the network's own products, without packing the weights at every pass,
-  // for one more copy of the Linear weights in memory; Weights::in_place
-  // multiplies by the network's weights as they are (what training's dev
-  // scoring uses, beside the training state).
-  enum class Weights { packed, in_place };
+  // The products are the model's ModelProducts: int8 twins for a quantized
+  // model, bfloat16 ones under --bf16, else float32 twins packed once
+  // (Weights::packed) or the weights in place (Weights::in_place, what
+  // training's dev scoring uses).
+  using Weights = ModelProducts::Weights;
   explicit Predictor(const Model& model, double threshold = 0.5, bool tables = true,
                      Weights weights = Weights::packed);
   // texts are normalised characters (see normalize()).
@@ -65,8 +60,8 @@ class Predictor {
   std::vector<std::int32_t> decide_labels(const float* probs) const;
   bool multi_label() const { return model_.config.multi_label; }
   bool tabulated() const { return tables_ != nullptr; }
-  bool int8() const { return int8_ != nullptr; }
-  Int8Isa int8_isa() const { return int8_ ? int8_->isa() : Int8Isa::scalar; }
+  bool int8() const { return products_.int8() != nullptr; }
+  Int8Isa int8_isa() const { return products_.int8() ? products_.int8()->isa() : Int8Isa::scalar; }
   // Token rows the last predict computed, padding included.
   std::int64_t padded_tokens() const { return padded_tokens_; }
 
@@ -84,9 +79,7 @@ class Predictor {
   std::int32_t positive_;
   bool raw_ = false;
   std::unique_ptr<EmbeddingTables<float>> tables_;
-  std::unique_ptr<Int8Net> int8_;              // a quantized model's products
-  std::unique_ptr<Bf16Net> bf16_;              // the float model's at bfloat16 precision (--bf16)
-  std::unique_ptr<F32Net> f32_;                // else the float model's, packed once
+  ModelProducts products_;
   std::vector<InferenceCache<float>> caches_;  // one per thread
   std::int64_t padded_tokens_ = 0;
 };
