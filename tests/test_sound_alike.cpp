@@ -165,6 +165,24 @@ TEST_CASE("a phrase's sound-alike characters come from the table, toward common 
   CHECK_FALSE(told.heard_in(utf8_decode("佛跳")));
 }
 
+TEST_CASE("a phrase's reading: fo/fu, tone marks, initials", "[sound]") {
+  const PhraseReading r = PhraseReading::given({"fó/fu", "Tiào", "qiang2"});
+  CHECK(r.size() == 3);
+  CHECK(r.ways() == std::vector<std::vector<std::string>>{{"fo", "fu"}, {"tiao"}, {"qiang"}});
+  std::set<std::string> pieces;
+  Rng rng(3);
+  for (int i = 0; i < 400; ++i) pieces.insert(r.piece(0, 3, true, rng));
+  CHECK(pieces.count("fotiaoqiang"));
+  CHECK(pieces.count("fótiàoqiang2"));  // as given, lower-cased
+  CHECK(pieces.count("FTQ"));
+  CHECK(pieces.count("ftq"));
+  CHECK(pieces.size() == kPinyinStyles + 4);
+  std::set<std::string> plain;
+  for (int i = 0; i < 400; ++i) plain.insert(PhraseReading({"fo", "tiao", "qiang"}).piece(1, 2, false, rng));
+  CHECK(plain == std::set<std::string>{"tiaoqiang", "tiao qiang", "Tiaoqiang", "Tiao Qiang", "TIAOQIANG"});
+  CHECK_THROWS_WITH(PhraseReading::given({"fo/f?"}), Catch::Contains("\"f?\" is not a pinyin syllable"));
+}
+
 TEST_CASE("pinyin spellings as people type them", "[sound]") {
   const std::vector<std::string> s{"fo", "tiao", "qiang"};
   CHECK(pinyin_spelling(s, 0) == "fotiaoqiang");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "zibert/base/error.hpp"
+
 namespace zibert {
 namespace {
 
@@ -117,6 +119,51 @@ std::string pinyin_spelling(const std::vector<std::string>& syllables, int style
       upper(word[0]);
     out += word;
   }
+  return out;
+}
+
+PhraseReading::PhraseReading(std::vector<std::string> syllables) : spelt_(std::move(syllables)) {
+  for (const std::string& s : spelt_) ways_.push_back({s});
+}
+
+PhraseReading PhraseReading::given(const std::vector<std::string>& pinyin) {
+  PhraseReading r;
+  bool marked = false;  // tone marks given (fó tiào qiáng): written so too
+  for (const std::string& given : pinyin) {
+    std::vector<std::string> ways;
+    for (std::size_t from = 0;;) {
+      const std::size_t slash = given.find('/', from);
+      const std::string one = given.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
+      ways.push_back(toneless_syllable(one));
+      if (ways.back().empty()) throw Error("--pinyin \"" + one + "\" is not a pinyin syllable");
+      if (slash == std::string::npos) break;
+      from = slash + 1;
+    }
+    r.spelt_.push_back(ways.front());
+    r.ways_.push_back(std::move(ways));
+    std::string lower = given.substr(0, given.find('/'));
+    for (char& ch : lower)
+      if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+    marked = marked || (lower != r.spelt_.back() && lower.find_first_of("0123456789") == std::string::npos);
+    r.marked_.push_back(std::move(lower));
+  }
+  if (!marked) r.marked_.clear();
+  return r;
+}
+
+std::string PhraseReading::piece(std::size_t start, std::size_t count, bool initials, Rng& rng) const {
+  const auto from = static_cast<std::ptrdiff_t>(start), to = static_cast<std::ptrdiff_t>(start + count);
+  const int marked = marked_.empty() ? 0 : 2;
+  const int style = static_cast<int>(rng.below(kPinyinStyles + marked + (initials ? 2 : 0)));
+  if (style < kPinyinStyles) return pinyin_spelling({spelt_.begin() + from, spelt_.begin() + to}, style);
+  std::string out;
+  if (style >= kPinyinStyles + marked) {  // initials: FTQ, then ftq
+    for (auto it = spelt_.begin() + from; it != spelt_.begin() + to; ++it)
+      out += static_cast<char>(style == kPinyinStyles + marked ? (*it)[0] - 'a' + 'A' : (*it)[0]);
+    return out;
+  }
+  for (auto it = marked_.begin() + from; it != marked_.begin() + to; ++it)
+    out += (out.empty() || style == kPinyinStyles ? "" : " ") + *it;
   return out;
 }
 

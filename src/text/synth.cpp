@@ -99,29 +99,11 @@ class Generator {
       const Text t = utf8_decode(h);
       held_out_.insert(held_out_.end(), t.begin(), t.end());
     }
-    bool marked = false;  // tone marks given (fó tiào qiáng): written so too
-    for (const std::string& given : o.pinyin) {
-      // fo/fu: a character read several ways; the first is the one spelt,
-      // each gives homophones.
-      std::vector<std::string> ways;
-      for (std::size_t from = 0;;) {
-        const std::size_t slash = given.find('/', from);
-        const std::string one = given.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
-        ways.push_back(toneless_syllable(one));
-        if (ways.back().empty()) throw Error("synth: --pinyin \"" + one + "\" is not a pinyin syllable");
-        if (slash == std::string::npos) break;
-        from = slash + 1;
-      }
-      reading_.push_back(ways.front());
-      ways_.push_back(std::move(ways));
-      const std::string s = given.substr(0, given.find('/'));
-      std::string lower = s;
-      for (char& ch : lower)
-        if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-      marked_.push_back(lower);
-      marked = marked || (lower != reading_.back() && lower.find_first_of("0123456789") == std::string::npos);
+    try {
+      reading_ = PhraseReading::given(o.pinyin);
+    } catch (const Error& e) {
+      throw Error(std::string("synth: ") + e.what());
     }
-    if (!marked) marked_.clear();
     if (!reading_.empty() && reading_.size() != phrases_[0].size())
       throw Error("synth: --pinyin gives " + std::to_string(reading_.size()) + " syllables for the " +
                   std::to_string(phrases_[0].size()) + " characters of " + o.phrase);
@@ -137,7 +119,7 @@ class Generator {
       for (const Text& p : phrases_) {
         // The reading given, or else every reading the table has.
         std::vector<std::vector<std::string>> syllables;
-        if (!reading_.empty() && p.size() == reading_.size()) syllables = ways_;
+        if (!reading_.empty() && p.size() == reading_.size()) syllables = reading_.ways();
         // A variant's character in its place is no typo (牆 for 墙): never drawn.
         Text held = held_out_;
         for (const Text& q : phrases_)
@@ -146,16 +128,18 @@ class Generator {
         sounds_.push_back(std::make_unique<PhraseSounds>(p, syllables, *o.readings, frequency, held));
       }
     if (reading_.empty() && o.readings) {  // the reading from the table, when each character has one
+      std::vector<std::string> table;
       for (char32_t c : phrases_[0]) {
         const std::vector<std::string>& s = o.readings->syllables(c, Readings::Use::today);
         if (s.size() != 1) {
           notes_.push_back("pos-pinyin is off: " + utf8_encode(Text{c}) + " has " + std::to_string(s.size()) +
                            " readings today; give the phrase's with --pinyin");
-          reading_.clear();
+          table.clear();
           break;
         }
-        reading_.push_back(s[0]);
+        table.push_back(s[0]);
       }
+      reading_ = PhraseReading(std::move(table));
     }
     const bool homophones = !sounds_.empty() && !sounds_[0]->positions(PhraseSounds::Alike::same).empty();
     const bool near = !sounds_.empty() && !sounds_[0]->positions(PhraseSounds::Alike::near).empty();
@@ -390,31 +374,12 @@ class Generator {
   std::vector<Text> phrases_, near_, aliases_;
   std::vector<Text> not_inside_;  // the --not-inside strings
   Text held_out_;                 // characters never drawn as homophones
-  // The reading of syllables [start, start + count) as a pinyin keyboard's
-  // user writes it: a toneless style (kPinyinStyles), or, when --pinyin
-  // gave tone marks, the marked syllables joined or spaced (fótiàoqiáng).
-  // With --initials, also the syllables' first letters (FTQ, ftq).
+  // Syllables [start, start + count) as a pinyin keyboard's user writes them.
   Text pinyin_piece(std::size_t start, std::size_t count, Rng& rng) const {
-    const auto from = static_cast<std::ptrdiff_t>(start), to = static_cast<std::ptrdiff_t>(start + count);
-    const int marked = marked_.empty() ? 0 : 2, initials = options_.pinyin_initials ? 2 : 0;
-    const int style = static_cast<int>(rng.below(kPinyinStyles + marked + initials));
-    if (style < kPinyinStyles)
-      return utf8_decode(pinyin_spelling({reading_.begin() + from, reading_.begin() + to}, style));
-    if (style >= kPinyinStyles + marked) {
-      std::string out;
-      for (auto it = reading_.begin() + from; it != reading_.begin() + to; ++it)
-        out += static_cast<char>(style == kPinyinStyles + marked ? (*it)[0] - 'a' + 'A' : (*it)[0]);
-      return utf8_decode(out);
-    }
-    std::string out;
-    for (auto it = marked_.begin() + from; it != marked_.begin() + to; ++it)
-      out += (out.empty() || style == kPinyinStyles ? "" : " ") + *it;
-    return utf8_decode(out);
+    return utf8_decode(reading_.piece(start, count, options_.pinyin_initials, rng));
   }
 
-  std::vector<std::string> reading_;  // the phrase's syllables, for pos-pinyin (empty: off)
-  std::vector<std::vector<std::string>> ways_;  // each syllable's readings as --pinyin gave them (fo/fu)
-  std::vector<std::string> marked_;   // the same as --pinyin gave them with tone marks (empty: none given)
+  PhraseReading reading_;  // the phrase's, for the pinyin kinds (empty: off)
   std::vector<std::unique_ptr<PhraseSounds>> sounds_;  // per phrase and variant, with a readings table
   std::vector<double> shares_, weights_;               // per kind
   std::vector<std::string> notes_;

@@ -54,4 +54,33 @@ class PhraseSounds {
 inline constexpr int kPinyinStyles = 5;
 std::string pinyin_spelling(const std::vector<std::string>& syllables, int style);
 
+// A phrase's reading as people write it in Latin letters (synth's pinyin
+// kinds), a syllable per character.
+class PhraseReading {
+ public:
+  PhraseReading() = default;  // none: the pinyin kinds are off
+  // The user's (--pinyin): tones optional (fó, fo2, fo), a character read two
+  // ways as fo/fu, the first spelt and each giving typos; given with tone
+  // marks, the marked spellings are written too. Throws Error naming a
+  // syllable that is not pinyin.
+  static PhraseReading given(const std::vector<std::string>& pinyin);
+  // Toneless syllables, one reading each (the table's).
+  explicit PhraseReading(std::vector<std::string> syllables);
+
+  bool empty() const { return spelt_.empty(); }
+  std::size_t size() const { return spelt_.size(); }
+  // Each syllable's readings as given (fo/fu), toneless.
+  const std::vector<std::vector<std::string>>& ways() const { return ways_; }
+  // Syllables [start, start + count) in a style drawn at random: a toneless
+  // one (kPinyinStyles), the marked syllables joined or spaced (fótiàoqiáng)
+  // when tone marks were given, and with initials the first letters (FTQ,
+  // ftq). Without marks or initials the draw is rng.below(kPinyinStyles).
+  std::string piece(std::size_t start, std::size_t count, bool initials, Rng& rng) const;
+
+ private:
+  std::vector<std::string> spelt_;                 // the first reading of each
+  std::vector<std::string> marked_;                // as given with tone marks (empty: none given)
+  std::vector<std::vector<std::string>> ways_;
+};
+
 }  // namespace zibert
