@@ -117,7 +117,7 @@ class Generator {
     const SynthOptions& o = options_;
     if (o.readings)
       for (const Text& p : phrases_) {
-        // The reading given, or else every reading the table has.
+        // The readings given (fo/fu), or else PhraseSounds takes each character's readings today.
         std::vector<std::vector<std::string>> syllables;
         if (!reading_.empty() && p.size() == reading_.size()) syllables = reading_.ways();
         // A variant's character in its place is no typo (牆 for 墙): never drawn.
