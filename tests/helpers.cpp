@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -57,12 +58,55 @@ Model tiny_encoder(std::uint64_t seed) {
   return enc;
 }
 
+namespace {
+
+// The directories temp_dir made, removed with all they hold when the test
+// process exits (kept when ZIBERT_KEEP_TEST_DIRS is set, to look into a
+// failure). Tests make some read-only or unreadable: they get their
+// owner's permissions back first.
+class TempDirs {
+ public:
+  ~TempDirs() {
+    const char* keep = std::getenv("ZIBERT_KEEP_TEST_DIRS");
+    if (keep && *keep) return;
+    for (const std::string& dir : dirs_) remove(dir);
+  }
+  void add(const std::string& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.push_back(dir);
+  }
+
+ private:
+  static void remove(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add, ec);
+    for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_directory(ec) && !it->is_symlink(ec)) {
+        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+      }
+    }
+    fs::remove_all(dir, ec);
+  }
+  std::mutex mutex_;
+  std::vector<std::string> dirs_;
+};
+
+TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string temp_dir() {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/zibert-test-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+  temp_dirs().add(buf.data());
   return buf.data();
 }
 

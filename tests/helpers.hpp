@@ -22,7 +22,8 @@ Model tiny_classifier(std::uint64_t seed = 1);
 // The same shape as an encoder (task mlm: cls.predictions.*, no labels).
 Model tiny_encoder(std::uint64_t seed = 1);
 
-// A fresh empty directory under $TMPDIR, removed by the OS eventually.
+// A fresh empty directory under $TMPDIR, removed when the test process exits
+// (kept if ZIBERT_KEEP_TEST_DIRS is set).
 std::string temp_dir();
 
 // A directory the test processes of one build share (CTest runs every test
