@@ -87,7 +87,7 @@ TEST_CASE("usage and file errors exit 2 with one error line", "[cli]") {
   CHECK(r.out.empty());
 }
 
-TEST_CASE("every floating-point option refuses nan (CLI11 Range lets it through)", "[cli]") {
+TEST_CASE("every floating-point option refuses nan (CLI11 Range lets it through)", "[cli][release-only]") {
   // Found from each command's --help, so an option added later is held to it too.
   std::size_t checked = 0;
   for (const char* cmd : {"train", "pretrain", "classify", "eval", "embed", "synth", "bench", "explain", "calibrate",

@@ -67,7 +67,7 @@ TEST_CASE("the default model is never chosen silently, and commands that write a
   }
 }
 
-TEST_CASE("every command accepts --threads", "[cli][front]") {
+TEST_CASE("every command accepts --threads", "[cli][front][release-only]") {
   const std::string dir = front_dir();
   for (const char* cmd : {"train", "pretrain", "classify", "embed", "fill-mask", "eval", "info", "quantize",
                           "calibrate", "variants", "synth", "explain", "plot", "bench"}) {
@@ -231,7 +231,7 @@ TEST_CASE("an installed zibert runs from its prefix: default model, shipped mode
 }
 
 TEST_CASE("the detector recipe runs from an installed zibert, on the user's own sentences, writing only its outputs",
-          "[cli][front][install][detect]") {
+          "[cli][front][install][detect][release-only]") {
   const std::string prefix = temp_dir() + "/prefix";
   REQUIRE(run_shell("cmake --install " ZIBERT_BUILD_DIR " --prefix " + prefix + " > /dev/null").status == 0);
   const std::string dir = temp_dir();

@@ -100,7 +100,7 @@ TEST_CASE("a packed bfloat16 weight gives gemm_bf16's bits", "[gemm_bf16]") {
   CHECK_THROWS_AS(Bf16Matrix(w.data(), 40, 130, Bf16Isa::emulated).multiply(w, wrong, nullptr), Error);
 }
 
-TEST_CASE("the commands that run a model take --bf16", "[gemm_bf16][cli]") {
+TEST_CASE("the commands that run a model take --bf16", "[gemm_bf16][cli][release-only]") {
   const std::string dir = test::temp_dir(), model = std::string(ZIBERT_SOURCE_DIR) + "/models/fotiaoqiang.safetensors";
   const std::string texts = test::write_demo_texts(dir);
   // classify's labels on the demo texts are float32's
