@@ -94,6 +94,9 @@ TEST_CASE("a model file keeps its variants, writes none when it has none, and re
       {R"({"仏": ""})", "\"\" is not one character"},
       {R"({"跳": "佛"})", "跳 has a row of its own"},
       {R"({"仏": "龙"})", "龙 is not in the vocabulary"},
+      {R"({"仏": {"a": "佛"}})", "the variant of \"仏\" is not a string"},
+      {R"("仏")", "is not an object of characters"},
+      {R"({"仏": "佛",})", "is not JSON"},
   };
   for (const auto& [json, message] : bad) {
     write_with_metadata(dir + "/v.safetensors", dir + "/bad.safetensors", "variants", json);
@@ -103,6 +106,9 @@ TEST_CASE("a model file keeps its variants, writes none when it has none, and re
     CHECK_THAT(r.err, Catch::Contains(dir + "/bad.safetensors: not a usable zibert model: metadata \"variants\"") &&
                           Catch::Contains(message));
   }
+  // A key written twice: the last pair counts, as in any JSON document.
+  write_with_metadata(dir + "/v.safetensors", dir + "/twice.safetensors", "variants", R"({"仏": "龙", "仏": "佛"})");
+  CHECK(load_model(dir + "/twice.safetensors").tokenizer.vocab().variants() == std::map<char32_t, char32_t>{{U'仏', U'佛'}});
 }
 
 TEST_CASE("zibert variants attaches a table's variants, says how many, and --clear removes them", "[variants][cli]") {

@@ -231,7 +231,7 @@ class Reader {
       throw bad(e.what());
     }
     if (file_.metadata.count("variants")) {
-      std::map<char32_t, char32_t> v = variants(parse("variants"));
+      std::map<char32_t, char32_t> v = variants("variants");
       try {
         h.vocab.set_variants(std::move(v));
       } catch (const Error& e) {
@@ -274,26 +274,75 @@ class Reader {
   }
 
   // Metadata "variants": {"仏": "佛", …}, one character to one (Vocab::set_variants checks the rows).
-  std::map<char32_t, char32_t> variants(const nlohmann::json& j) const {
-    const std::string what = "metadata \"variants\"";
-    if (!j.is_object()) throw bad(what + " is not an object of characters");
-    auto one = [&](const std::string& s) {
+  // Read as JSON events, without a document: the shipped detector's table
+  // has 29,957 pairs, and a document of them was the largest part of its
+  // load time.
+  std::map<char32_t, char32_t> variants(const std::string& key) const {
+    const std::string what = "metadata \"" + key + "\"";
+    if (json_nesting_depth(meta(key)) > kMaxJsonDepth)
+      throw bad(what + " is JSON nested more than " + std::to_string(kMaxJsonDepth) + " deep");
+    VariantEvents events;
+    nlohmann::json::sax_parse(meta(key), &events);
+    if (!events.problem.empty()) throw bad(what + events.problem);
+    return std::move(events.pairs);
+  }
+
+  // The events of {"仏": "佛", …}: a pair for each key and string value; the
+  // first thing that is not one stops the parse with its problem.
+  struct VariantEvents : nlohmann::json::json_sax_t {
+    std::map<char32_t, char32_t> pairs;
+    std::string problem;  // what follows 'metadata "variants"' in the error, or empty
+    std::string written;  // the pair's key as written,
+    char32_t from = 0;     // and decoded
+    int depth = 0;
+
+    bool fail(const std::string& p) {
+      problem = p;
+      return false;
+    }
+    bool not_a_string() {
+      return fail(depth == 0 ? " is not an object of characters" : ": the variant of \"" + written + "\" is not a string");
+    }
+    bool one(const std::string& s, char32_t& cp) {
       std::vector<char32_t> cps;
       try {
         cps = utf8_decode(s);
       } catch (const Error&) {
-        throw bad(what + " holds invalid UTF-8");
+        return fail(" holds invalid UTF-8");
       }
-      if (cps.size() != 1) throw bad(what + ": \"" + s + "\" is not one character");
-      return cps[0];
-    };
-    std::map<char32_t, char32_t> out;
-    for (const auto& [key, value] : j.items()) {
-      if (!value.is_string()) throw bad(what + ": the variant of \"" + key + "\" is not a string");
-      out.emplace(one(key), one(value.get<std::string>()));
+      if (cps.size() != 1) return fail(": \"" + s + "\" is not one character");
+      cp = cps[0];
+      return true;
     }
-    return out;
-  }
+    bool null() override { return not_a_string(); }
+    bool boolean(bool) override { return not_a_string(); }
+    bool number_integer(number_integer_t) override { return not_a_string(); }
+    bool number_unsigned(number_unsigned_t) override { return not_a_string(); }
+    bool number_float(number_float_t, const string_t&) override { return not_a_string(); }
+    bool binary(binary_t&) override { return not_a_string(); }
+    bool start_array(std::size_t) override { return not_a_string(); }
+    bool end_array() override { return false; }  // never reached: start_array stops the parse
+    bool start_object(std::size_t) override {
+      if (depth > 0) return not_a_string();
+      depth = 1;
+      return true;
+    }
+    bool end_object() override { return true; }
+    bool key(string_t& k) override {
+      written = k;
+      return one(k, from);
+    }
+    bool string(string_t& value) override {
+      if (depth == 0) return not_a_string();
+      char32_t to = 0;
+      if (!one(value, to)) return false;
+      pairs.insert_or_assign(from, to);  // a repeated key: the last one counts, as in a JSON document
+      return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& e) override {
+      return fail(" is not JSON (" + std::string(e.what()) + ")");
+    }
+  };
 
   // The names in metadata "quantization", which must say zibert's scheme.
   std::vector<std::string> quantized_names(const nlohmann::json& q) const {

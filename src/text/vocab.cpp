@@ -51,10 +51,13 @@ Vocab Vocab::from_tokens(const std::vector<std::string>& tokens) {
 
 void Vocab::set_variants(std::map<char32_t, char32_t> variants) {
   std::unordered_map<char32_t, std::int32_t> ids;
+  ids.reserve(variants.size());
   for (const auto& [from, to] : variants) {
-    const std::string pair = utf8_encode(from) + " -> " + utf8_encode(to);
-    if (has_row(from)) throw Error("variant " + pair + ": " + utf8_encode(from) + " has a row of its own");
-    if (!has_row(to)) throw Error("variant " + pair + ": " + utf8_encode(to) + " is not in the vocabulary");
+    if (has_row(from) || !has_row(to)) {
+      const std::string pair = "variant " + utf8_encode(from) + " -> " + utf8_encode(to) + ": ";
+      if (has_row(from)) throw Error(pair + utf8_encode(from) + " has a row of its own");
+      throw Error(pair + utf8_encode(to) + " is not in the vocabulary");
+    }
     ids.emplace(from, id(to));
   }
   variants_ = std::move(variants);
