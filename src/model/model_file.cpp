@@ -7,8 +7,8 @@
 
 #include "zibert/base/half.hpp"
 #include "zibert/base/io.hpp"
-#include "zibert/base/utf8.hpp"
 #include "zibert/model/safetensors.hpp"
+#include "zibert/model/variant_table.hpp"
 #include "zibert/nn/qgemm.hpp"
 
 namespace zibert {
@@ -48,11 +48,8 @@ auto emit_with(const Model& model, const std::vector<TensorRef>& extra, const nl
     meta["normalization"] =
         nlohmann::json{{"form", "NFKC"}, {"lowercase", model.tokenizer.normalization().lowercase}}.dump();
   }
-  if (!model.tokenizer.vocab().variants().empty()) {
-    nlohmann::json variants = nlohmann::json::object();
-    for (const auto& [from, to] : model.tokenizer.vocab().variants()) variants[utf8_encode(from)] = utf8_encode(to);
-    meta["variants"] = variants.dump();
-  }
+  if (!model.tokenizer.vocab().variants().empty())
+    meta["variants"] = variant_table_to_json(model.tokenizer.vocab().variants());
   meta["labels"] = nlohmann::json(model.classifier.labels).dump();
   meta["positive_label"] = model.classifier.positive;
   const nlohmann::json& record = training ? *training : model.training;
@@ -231,9 +228,8 @@ class Reader {
       throw bad(e.what());
     }
     if (file_.metadata.count("variants")) {
-      std::map<char32_t, char32_t> v = variants("variants");
-      try {
-        h.vocab.set_variants(std::move(v));
+      try {  // Vocab::set_variants checks the pairs against the vocabulary
+        h.vocab.set_variants(variant_table_from_json(meta("variants")));
       } catch (const Error& e) {
         throw bad(std::string("metadata \"variants\": ") + e.what());
       }
@@ -272,77 +268,6 @@ class Reader {
     }
     return h;
   }
-
-  // Metadata "variants": {"仏": "佛", …}, one character to one (Vocab::set_variants checks the rows).
-  // Read as JSON events, without a document: the shipped detector's table
-  // has 29,957 pairs, and a document of them was the largest part of its
-  // load time.
-  std::map<char32_t, char32_t> variants(const std::string& key) const {
-    const std::string what = "metadata \"" + key + "\"";
-    if (json_nesting_depth(meta(key)) > kMaxJsonDepth)
-      throw bad(what + " is JSON nested more than " + std::to_string(kMaxJsonDepth) + " deep");
-    VariantEvents events;
-    nlohmann::json::sax_parse(meta(key), &events);
-    if (!events.problem.empty()) throw bad(what + events.problem);
-    return std::move(events.pairs);
-  }
-
-  // The events of {"仏": "佛", …}: a pair for each key and string value; the
-  // first thing that is not one stops the parse with its problem.
-  struct VariantEvents : nlohmann::json::json_sax_t {
-    std::map<char32_t, char32_t> pairs;
-    std::string problem;  // what follows 'metadata "variants"' in the error, or empty
-    std::string written;  // the pair's key as written,
-    char32_t from = 0;     // and decoded
-    int depth = 0;
-
-    bool fail(const std::string& p) {
-      problem = p;
-      return false;
-    }
-    bool not_a_string() {
-      return fail(depth == 0 ? " is not an object of characters" : ": the variant of \"" + written + "\" is not a string");
-    }
-    bool one(const std::string& s, char32_t& cp) {
-      std::vector<char32_t> cps;
-      try {
-        cps = utf8_decode(s);
-      } catch (const Error&) {
-        return fail(" holds invalid UTF-8");
-      }
-      if (cps.size() != 1) return fail(": \"" + s + "\" is not one character");
-      cp = cps[0];
-      return true;
-    }
-    bool null() override { return not_a_string(); }
-    bool boolean(bool) override { return not_a_string(); }
-    bool number_integer(number_integer_t) override { return not_a_string(); }
-    bool number_unsigned(number_unsigned_t) override { return not_a_string(); }
-    bool number_float(number_float_t, const string_t&) override { return not_a_string(); }
-    bool binary(binary_t&) override { return not_a_string(); }
-    bool start_array(std::size_t) override { return not_a_string(); }
-    bool end_array() override { return false; }  // never reached: start_array stops the parse
-    bool start_object(std::size_t) override {
-      if (depth > 0) return not_a_string();
-      depth = 1;
-      return true;
-    }
-    bool end_object() override { return true; }
-    bool key(string_t& k) override {
-      written = k;
-      return one(k, from);
-    }
-    bool string(string_t& value) override {
-      if (depth == 0) return not_a_string();
-      char32_t to = 0;
-      if (!one(value, to)) return false;
-      pairs.insert_or_assign(from, to);  // a repeated key: the last one counts, as in a JSON document
-      return true;
-    }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::json::exception& e) override {
-      return fail(" is not JSON (" + std::string(e.what()) + ")");
-    }
-  };
 
   // The names in metadata "quantization", which must say zibert's scheme.
   std::vector<std::string> quantized_names(const nlohmann::json& q) const {
