@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Hugging Face BERT checkpoint directories, written as transformers writes them, with
-the reference's outputs on them: the fixtures of zibert import (tests/test_hf_import.cpp).
+the reference's outputs on them: the fixtures of zibert import (tests/test_hf_import.cpp,
+tests/test_hf_hostile.cpp).
 
     tests/reference/make_hf_checkpoints.py OUT_DIR [--shape small|base]
 
