@@ -16,7 +16,7 @@ what the tests do not have says so in a trailing comment, "# needs …", or
 runs until stopped, "# runs until Ctrl-C"; it is skipped with that reason.
 A `zibert bench` example that gives no --seconds runs with --seconds 0.3: what
 is checked is that it works, not the speed it reports, and at the default 3 s
-a phase the benchmarks were most of the suite's CPU time.
+a phase the benchmarks took nine tenths of this test's time.
 The last line reads "N passed, N failed, N skipped"."""
 import os
 import re
