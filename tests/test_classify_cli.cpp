@@ -307,16 +307,27 @@ TEST_CASE("document mode treats a 1 MB file as one text and reports the deciding
   CHECK(c.out == "menu.txt:1\nplain.txt:0\n");
 }
 
-TEST_CASE("bad input: exact errors and exit status 2", "[classify]") {
+namespace {
+
+// A fresh folder of the inputs the bad-input cases read: good.txt, bad.txt
+// (invalid UTF-8 on line 2), binary.bin, locked.txt, notamodel.safetensors
+// and other.safetensors (valid safetensors of another kind).
+std::string bad_input_dir() {
   std::string dir = temp_dir();
   write_text(dir + "/good.txt", "佛跳墙\n");
   write_text(dir + "/bad.txt", "好\n好\xFF吃\n");
   write_text(dir + "/binary.bin", std::string("ELF\0\0\x01\x02", 7) + "\n");
   write_text(dir + "/locked.txt", "佛跳墙\n");
   write_text(dir + "/notamodel.safetensors", "this is not a model at all");
-  // A valid safetensors file of another kind (no zibert metadata).
   float w[2] = {1, 2};
   write_text(dir + "/other.safetensors", encode_safetensors({{"format", "pt"}}, {{"weight", {2}, w}}));
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("bad input: exact errors and exit status 2", "[classify]") {
+  const std::string dir = bad_input_dir();
   struct Case {
     std::string args, err;
   };
@@ -340,7 +351,11 @@ TEST_CASE("bad input: exact errors and exit status 2", "[classify]") {
   CHECK(r.status == 2);
   CHECK_THAT(r.err, Catch::StartsWith(c.err));
   CHECK(lines_of(r.err).size() == 1);
+}
 
+// Apart from the generated cases above, which would run every section once per case.
+TEST_CASE("bad input: an unreadable file, --invalid replace, and the output before an error", "[classify]") {
+  const std::string dir = bad_input_dir();
   SECTION("an unreadable file") {
     // Root reads everything, so run as nobody; the binary and a model are copied
     // next to the file, since the build tree may sit where nobody cannot look.
